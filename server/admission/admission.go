@@ -1,0 +1,176 @@
+// Package admission runs the cluster-wide admission ticker: for every event,
+// the replica holding the event's Redis lease expires spent active windows on
+// a short sweep and promotes the head of the line once per admit interval.
+// Any number of replicas may run a Runner on the same Redis; the lease, checked
+// inside each script, makes sure only one promotes.
+package admission
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/rushline/rushline/server/queue"
+)
+
+// Defaults for a Runner.
+const (
+	// DefaultLease is how long a replica holds an event's admission lease
+	// without renewing it; a dead holder is replaced within about this long.
+	DefaultLease = 2 * time.Second
+	// DefaultSweep is how often the lease holder expires spent windows and
+	// checks whether a tick is due; followers retry the lease as often.
+	DefaultSweep = 100 * time.Millisecond
+	// DefaultDiscover is how often the runner looks for new events.
+	DefaultDiscover = time.Second
+)
+
+// Observer learns what the ticker did, e.g. to export metrics.
+type Observer interface {
+	Ticked(eventID string, res queue.TickResult, took time.Duration)
+	Expired(eventID string, n int)
+}
+
+// Engine is the part of queue.Engine the runner needs.
+type Engine interface {
+	EventIDs(ctx context.Context) ([]string, error)
+	Expire(ctx context.Context, eventID, replica string, lease time.Duration) (queue.SweepResult, error)
+	Tick(ctx context.Context, eventID, replica string, lease time.Duration) (queue.TickResult, error)
+}
+
+var _ Engine = (*queue.Engine)(nil)
+
+// Runner drives admission for every event. Run it once per replica.
+type Runner struct {
+	eng      Engine
+	replica  string
+	lease    time.Duration
+	sweep    time.Duration
+	discover time.Duration
+	obs      Observer
+	log      *slog.Logger
+}
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithLease sets the lease length.
+func WithLease(d time.Duration) Option { return func(r *Runner) { r.lease = d } }
+
+// WithSweep sets the sweep period.
+func WithSweep(d time.Duration) Option { return func(r *Runner) { r.sweep = d } }
+
+// WithDiscover sets how often new events are looked for.
+func WithDiscover(d time.Duration) Option { return func(r *Runner) { r.discover = d } }
+
+// WithObserver reports ticks and expiries to o.
+func WithObserver(o Observer) Option { return func(r *Runner) { r.obs = o } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(r *Runner) { r.log = l } }
+
+// New returns a runner for replica, which must be unique among the replicas
+// sharing the Redis.
+func New(eng Engine, replica string, opts ...Option) *Runner {
+	r := &Runner{eng: eng, replica: replica, lease: DefaultLease, sweep: DefaultSweep,
+		discover: DefaultDiscover, log: slog.Default()}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Run drives admission until ctx ends.
+func (r *Runner) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	running := map[string]bool{}
+	var mu sync.Mutex
+	for {
+		ids, err := r.eng.EventIDs(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("admission: list events", "err", err)
+		}
+		for _, id := range ids {
+			mu.Lock()
+			start := !running[id]
+			running[id] = true
+			mu.Unlock()
+			if start {
+				wg.Go(func() {
+					r.loop(ctx, id)
+					mu.Lock()
+					delete(running, id)
+					mu.Unlock()
+				})
+			}
+		}
+		if !sleep(ctx, r.discover) {
+			return
+		}
+	}
+}
+
+// loop runs one event until ctx ends or the event is gone.
+func (r *Runner) loop(ctx context.Context, eventID string) {
+	failing := false
+	for {
+		wait, gone, err := r.step(ctx, eventID)
+		switch {
+		case gone:
+			return
+		case err != nil && ctx.Err() == nil:
+			if !failing {
+				r.log.Warn("admission: step failed; retrying", "event", eventID, "err", err)
+			}
+			failing, wait = true, r.lease/4
+		case err == nil && failing:
+			r.log.Info("admission: recovered", "event", eventID)
+			failing = false
+		}
+		if !sleep(ctx, wait) {
+			return
+		}
+	}
+}
+
+// step sweeps, ticks when due, and says how long to wait before the next step.
+func (r *Runner) step(ctx context.Context, eventID string) (time.Duration, bool, error) {
+	sw, err := r.eng.Expire(ctx, eventID, r.replica, r.lease)
+	if err != nil {
+		return 0, false, err
+	}
+	if sw.Gone {
+		return 0, true, nil
+	}
+	if !sw.Leader {
+		return r.sweep, false, nil
+	}
+	if sw.Expired > 0 && r.obs != nil {
+		r.obs.Expired(eventID, sw.Expired)
+	}
+	if sw.Wait > 0 {
+		return min(sw.Wait, r.sweep), false, nil
+	}
+	start := time.Now()
+	res, err := r.eng.Tick(ctx, eventID, r.replica, r.lease)
+	if err != nil {
+		return 0, false, err
+	}
+	if res.Ran && r.obs != nil {
+		r.obs.Ticked(eventID, res, time.Since(start))
+	}
+	return min(max(res.Next, time.Millisecond), r.sweep), res.Gone, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

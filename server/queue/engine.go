@@ -1,0 +1,621 @@
+package queue
+
+import (
+	"context"
+	"crypto/rand"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults for the engine's options.
+const (
+	// DefaultStreamMaxLen bounds each event's record stream (approximate trim).
+	DefaultStreamMaxLen = 1_000_000
+	// DefaultExpireLimit is how many active windows one sweep ends at most.
+	DefaultExpireLimit = 10_000
+)
+
+// eventsKey is the set of all event ids. It lives outside every event's slot
+// and is only read to discover events, never inside a script.
+const eventsKey = "rl:events"
+
+var (
+	//go:embed lua/lib.lua
+	luaLib string
+	//go:embed lua/join.lua
+	luaJoin string
+	//go:embed lua/verify.lua
+	luaVerify string
+	//go:embed lua/leave.lua
+	luaLeave string
+	//go:embed lua/order.lua
+	luaOrder string
+	//go:embed lua/expire.lua
+	luaExpire string
+	//go:embed lua/tick.lua
+	luaTick string
+	//go:embed lua/put_event.lua
+	luaPutEvent string
+)
+
+func script(body string) *redis.Script { return redis.NewScript(luaLib + body) }
+
+var (
+	scriptJoin     = script(luaJoin)
+	scriptVerify   = script(luaVerify)
+	scriptLeave    = script(luaLeave)
+	scriptOrder    = script(luaOrder)
+	scriptExpire   = script(luaExpire)
+	scriptTick     = script(luaTick)
+	scriptPutEvent = script(luaPutEvent)
+)
+
+// Keys returns the Redis keys of one event in the order every script expects
+// (see lua/lib.lua). They share the hash tag {ev:<id>}, so one slot holds them.
+func Keys(eventID string) []string {
+	p := "rl:{ev:" + eventID + "}:"
+	return []string{p + "cfg", p + "seq", p + "w", p + "a", p + "as", p + "f", p + "n", p + "st", p + "s", p + "lease"}
+}
+
+// Key indexes into Keys.
+const (
+	keyCfg = iota
+	keySeq
+	keyWaiting
+	keyActive
+	keyActiveSeq
+	keyFinished
+	keyCounters
+	keySeatsTaken
+	keyStream
+	keyLease
+)
+
+// Engine runs one Redis-held queue per event. Every state change is one Lua
+// script, so replicas sharing the Redis never disagree. Safe for concurrent use.
+type Engine struct {
+	rdb         redis.UniversalClient
+	tokens      tokenCodec
+	now         func() time.Time
+	maxLen      int64
+	expireLimit int
+}
+
+// Option configures an Engine.
+type Option func(*Engine)
+
+// WithClock sets the clock that stamps joins, expiries and records.
+func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
+
+// WithStreamMaxLen bounds each event's record stream.
+func WithStreamMaxLen(n int64) Option { return func(e *Engine) { e.maxLen = n } }
+
+// WithExpireLimit caps how many windows one Expire call ends.
+func WithExpireLimit(n int) Option { return func(e *Engine) { e.expireLimit = n } }
+
+// New returns an engine on rdb. tokenKey signs queue tokens; every replica
+// must use the same key.
+func New(rdb redis.UniversalClient, tokenKey []byte, opts ...Option) *Engine {
+	e := &Engine{
+		rdb:         rdb,
+		tokens:      tokenCodec{key: slices.Clone(tokenKey)},
+		now:         time.Now,
+		maxLen:      DefaultStreamMaxLen,
+		expireLimit: DefaultExpireLimit,
+	}
+	for _, o := range opts {
+		o(e)
+	}
+	return e
+}
+
+// Now returns the engine's clock reading.
+func (e *Engine) Now() time.Time { return e.now() }
+
+func (e *Engine) run(ctx context.Context, s *redis.Script, eventID string, args ...any) ([]any, error) {
+	argv := make([]any, 0, 2+len(args))
+	argv = append(argv, e.now().UnixMilli(), e.maxLen)
+	argv = append(argv, args...)
+	res, err := s.Run(ctx, e.rdb, Keys(eventID), argv...).Slice()
+	if err != nil {
+		return nil, storeErr(ctx, err)
+	}
+	if len(res) == 0 {
+		return nil, fmt.Errorf("queue: empty script reply")
+	}
+	return res, nil
+}
+
+// storeErr classifies a Redis failure: an unreachable or recovering store is
+// CodeUnavailable; a script bug or cancellation passes through.
+func storeErr(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !errors.Is(err, redis.ErrClosed) {
+		msg := rerr.Error()
+		for _, transient := range []string{"LOADING", "READONLY", "CLUSTERDOWN", "MASTERDOWN", "TRYAGAIN", "BUSY", "MOVED", "ASK"} {
+			if strings.HasPrefix(msg, transient) {
+				return Unavailable(err)
+			}
+		}
+		return fmt.Errorf("queue: redis: %w", err)
+	}
+	return Unavailable(err)
+}
+
+// Entry is one attempt of one user to get through an event's queue.
+type Entry struct {
+	Token  string
+	UserID string
+	Seq    int64
+	Status Status
+	// Position is 1-based, set while WAITING.
+	Position int64
+	// Waiting counts everyone waiting in the event.
+	Waiting int64
+	// ETA estimates the wait from the measured promotion rate.
+	ETA time.Duration
+	// ExpiresAt is set while ACTIVE.
+	ExpiresAt     time.Time
+	AdmittedTotal int64
+}
+
+// Actor is who makes a call on a token: a user, or the simulator acting for
+// every VIRTUAL user.
+type Actor struct {
+	UserID    string
+	Simulator bool
+}
+
+// Owns reports whether the actor may act for userID.
+func (a Actor) Owns(userID string) bool {
+	if a.Simulator {
+		return TypeOf(userID) == UserVirtual
+	}
+	return a.UserID != "" && a.UserID == userID
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// CreateEvent mirrors a new event into Redis; CodeEventExists if present.
+func (e *Engine) CreateEvent(ctx context.Context, ev Event) error {
+	return e.putEvent(ctx, ev, "create")
+}
+
+// PutEvent mirrors an event definition into Redis, creating or replacing it.
+// The admission ticker picks the change up at its next tick.
+func (e *Engine) PutEvent(ctx context.Context, ev Event) error {
+	return e.putEvent(ctx, ev, "replace")
+}
+
+func unixMilli(t *time.Time) int64 {
+	if t == nil {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func (e *Engine) putEvent(ctx context.Context, ev Event, mode string) error {
+	js, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("queue: encode event: %w", err)
+	}
+	res, err := e.run(ctx, scriptPutEvent, ev.ID, mode,
+		"json", js, "seats", ev.Seats, "capacity", ev.Capacity, "batch", ev.AdmitBatch,
+		"interval", ev.AdmitIntervalMS, "ttl", ev.ActiveTTLS, "policy", string(ev.Policy),
+		"max_tps", ev.MaxTPS, "paused", flag(ev.Paused),
+		"opens", unixMilli(ev.OpensAt), "closes", unixMilli(ev.ClosesAt))
+	if err != nil {
+		return err
+	}
+	if code := res[0].(string); code != "OK" {
+		return Errorf(Code(code), "event %q already exists", ev.ID)
+	}
+	if err := e.rdb.SAdd(ctx, eventsKey, ev.ID).Err(); err != nil {
+		return storeErr(ctx, err)
+	}
+	return nil
+}
+
+// Event returns the definition of one event.
+func (e *Engine) Event(ctx context.Context, id string) (Event, error) {
+	js, err := e.rdb.HGet(ctx, Keys(id)[keyCfg], "json").Bytes()
+	if errors.Is(err, redis.Nil) {
+		return Event{}, Errorf(CodeEventNotFound, "no event %q", id)
+	}
+	if err != nil {
+		return Event{}, storeErr(ctx, err)
+	}
+	var ev Event
+	if err := json.Unmarshal(js, &ev); err != nil {
+		return Event{}, fmt.Errorf("queue: decode event %s: %w", id, err)
+	}
+	return ev, nil
+}
+
+// EventIDs lists the ids of every event mirrored into Redis.
+func (e *Engine) EventIDs(ctx context.Context) ([]string, error) {
+	ids, err := e.rdb.SMembers(ctx, eventsKey).Result()
+	if err != nil {
+		return nil, storeErr(ctx, err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// Events lists every event, oldest first.
+func (e *Engine) Events(ctx context.Context) ([]Event, error) {
+	ids, err := e.EventIDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cmds := make([]*redis.StringCmd, len(ids))
+	_, err = e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			cmds[i] = p.HGet(ctx, Keys(id)[keyCfg], "json")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, storeErr(ctx, err)
+	}
+	events := make([]Event, 0, len(ids))
+	for i, c := range cmds {
+		js, err := c.Bytes()
+		if err != nil {
+			continue // listed but not (or no longer) mirrored
+		}
+		var ev Event
+		if err := json.Unmarshal(js, &ev); err != nil {
+			return nil, fmt.Errorf("queue: decode event %s: %w", ids[i], err)
+		}
+		events = append(events, ev)
+	}
+	slices.SortFunc(events, func(a, b Event) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return events, nil
+}
+
+// Stats returns an event's live counters.
+func (e *Engine) Stats(ctx context.Context, ev Event) (Stats, error) {
+	k := Keys(ev.ID)
+	now := strconv.FormatInt(e.now().UnixMilli(), 10)
+	var (
+		waiting  *redis.IntCmd
+		active   *redis.IntCmd
+		admitted *redis.StringCmd
+		sold     *redis.IntCmd
+	)
+	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		waiting = p.ZCard(ctx, k[keyWaiting])
+		active = p.ZCount(ctx, k[keyActive], "("+now, "+inf")
+		admitted = p.HGet(ctx, k[keyCounters], "admitted")
+		sold = p.HLen(ctx, k[keySeatsTaken])
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return Stats{}, storeErr(ctx, err)
+	}
+	adm, _ := admitted.Int64()
+	return Stats{
+		Waiting:       waiting.Val(),
+		Active:        active.Val(),
+		AdmittedTotal: adm,
+		Sold:          sold.Val(),
+		SeatsLeft:     int64(ev.Seats) - sold.Val(),
+	}, nil
+}
+
+func toInt(v any) int64 {
+	switch x := v.(type) {
+	case int64:
+		return x
+	case string:
+		n, _ := strconv.ParseInt(x, 10, 64)
+		return n
+	}
+	return 0
+}
+
+// fill sets the status-dependent fields of en from a script's
+// {status, detail, waiting, admitted, rate, batch, interval} tail.
+func fill(en *Entry, r []any) {
+	en.Status = Status(r[0].(string))
+	detail := toInt(r[1])
+	en.Waiting = toInt(r[2])
+	en.AdmittedTotal = toInt(r[3])
+	switch en.Status {
+	case StatusWaiting:
+		en.Position = detail
+		en.ETA = eta(detail, toInt(r[4]), toInt(r[5]), toInt(r[6]))
+	case StatusActive:
+		en.ExpiresAt = time.UnixMilli(detail).UTC()
+	}
+}
+
+// eta estimates how long position waits: from the measured promotion rate
+// (milli-promotions per second) once ticks have run, else from the configured
+// batch and interval.
+func eta(position, rateMilli, batch, intervalMS int64) time.Duration {
+	perSec := float64(rateMilli) / 1000
+	if perSec <= 0 && intervalMS > 0 {
+		perSec = float64(batch) * 1000 / float64(intervalMS)
+	}
+	if perSec <= 0 {
+		return 0
+	}
+	return time.Duration(math.Ceil(float64(position)/perSec)) * time.Second
+}
+
+// Join puts userID in line for eventID. It is idempotent: a user who already
+// holds a live attempt gets it back with created false.
+func (e *Engine) Join(ctx context.Context, eventID, userID string) (Entry, bool, error) {
+	r, err := e.run(ctx, scriptJoin, eventID, userID)
+	if err != nil {
+		return Entry{}, false, fmt.Errorf("queue: join %s: %w", eventID, err)
+	}
+	switch code := r[0].(string); code {
+	case "NEW", "EXISTS":
+		en := Entry{UserID: userID, Seq: toInt(r[2])}
+		en.Token = e.tokens.Mint(eventID, en.Seq, userID)
+		fill(&en, append([]any{r[1], r[3]}, r[4:]...))
+		return en, code == "NEW", nil
+	case string(CodeEventNotOpen):
+		return Entry{}, false, Errorf(CodeEventNotOpen, "event %q is not open yet", eventID)
+	case string(CodeEventClosed):
+		return Entry{}, false, Errorf(CodeEventClosed, "event %q is closed", eventID)
+	default:
+		return Entry{}, false, Errorf(Code(code), "no event %q", eventID)
+	}
+}
+
+// open decodes a token of eventID or fails with CodeTokenNotFound.
+func (e *Engine) open(eventID, token string) (int64, string, error) {
+	seq, user, ok := e.tokens.Open(eventID, token)
+	if !ok {
+		return 0, "", Errorf(CodeTokenNotFound, "no such queue token in event %q", eventID)
+	}
+	return seq, user, nil
+}
+
+// lookupErr turns a script's not-found reply into a coded error.
+func lookupErr(code, eventID string) error {
+	if code == string(CodeEventNotFound) {
+		return Errorf(CodeEventNotFound, "no event %q", eventID)
+	}
+	return Errorf(CodeTokenNotFound, "no such queue token in event %q", eventID)
+}
+
+// Status returns the current state of a token.
+func (e *Engine) Status(ctx context.Context, eventID, token string) (Entry, error) {
+	seq, user, err := e.open(eventID, token)
+	if err != nil {
+		return Entry{}, err
+	}
+	r, err := e.run(ctx, scriptVerify, eventID, user, seq)
+	if err != nil {
+		return Entry{}, fmt.Errorf("queue: status %s: %w", eventID, err)
+	}
+	if len(r) == 1 {
+		return Entry{}, lookupErr(r[0].(string), eventID)
+	}
+	en := Entry{Token: token, UserID: user, Seq: seq}
+	fill(&en, r)
+	return en, nil
+}
+
+// notActive is the NOT_ACTIVE error for a token in state s.
+func notActive(s Status) error {
+	return &Error{Code: CodeNotActive, Message: "the queue token is " + strings.ToLower(string(s)) + ", not active", Status: s}
+}
+
+// Verify checks that token is ACTIVE and held by actor, for order services.
+func (e *Engine) Verify(ctx context.Context, eventID, token string, actor Actor) (Entry, error) {
+	en, err := e.Status(ctx, eventID, token)
+	if err != nil {
+		return Entry{}, err
+	}
+	if !actor.Owns(en.UserID) {
+		return Entry{}, Errorf(CodeTokenOwnerMismatch, "the queue token belongs to another user")
+	}
+	if en.Status != StatusActive {
+		return Entry{}, notActive(en.Status)
+	}
+	return en, nil
+}
+
+// Leave frees the place or active slot of token; later users move up.
+// Leaving a finished attempt succeeds again without change.
+func (e *Engine) Leave(ctx context.Context, eventID, token string, actor Actor) error {
+	seq, user, err := e.open(eventID, token)
+	if err != nil {
+		return err
+	}
+	r, err := e.run(ctx, scriptLeave, eventID, user, seq, flag(actor.Owns(user)))
+	if err != nil {
+		return fmt.Errorf("queue: leave %s: %w", eventID, err)
+	}
+	switch code := r[0].(string); code {
+	case "OK":
+		return nil
+	case string(CodeTokenOwnerMismatch):
+		return Errorf(CodeTokenOwnerMismatch, "the queue token belongs to another user")
+	default:
+		return lookupErr(code, eventID)
+	}
+}
+
+// Order is a sold seat.
+type Order struct {
+	ID     string `json:"order_id"`
+	Seat   string `json:"seat"`
+	UserID string `json:"user_id"`
+}
+
+func newID(prefix string) string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return prefix + b64.EncodeToString(b)
+}
+
+// Order sells seat to the holder of an active token, atomically: the seat is
+// never sold twice, and the token becomes DONE and frees its active slot.
+func (e *Engine) Order(ctx context.Context, ev Event, token, seat string, actor Actor) (Order, error) {
+	seq, user, err := e.open(ev.ID, token)
+	if err != nil {
+		return Order{}, err
+	}
+	if _, ok := SeatIndex(ev.Seats, seat); !ok {
+		return Order{}, Errorf(CodeSeatNotFound, "no seat %q in event %q", seat, ev.ID)
+	}
+	o := Order{ID: newID("o_"), Seat: seat, UserID: user}
+	r, err := e.run(ctx, scriptOrder, ev.ID, user, seq, flag(actor.Owns(user)), seat, o.ID)
+	if err != nil {
+		return Order{}, fmt.Errorf("queue: order %s: %w", ev.ID, err)
+	}
+	switch code := r[0].(string); code {
+	case "OK":
+		return o, nil
+	case string(CodeTokenOwnerMismatch):
+		return Order{}, Errorf(CodeTokenOwnerMismatch, "the queue token belongs to another user")
+	case string(CodeNotActive):
+		return Order{}, notActive(Status(r[1].(string)))
+	case string(CodeSeatTaken):
+		return Order{}, Errorf(CodeSeatTaken, "seat %s is already taken", seat)
+	case string(CodeSoldOut):
+		return Order{}, Errorf(CodeSoldOut, "every seat of %q is sold", ev.ID)
+	default:
+		return Order{}, lookupErr(code, ev.ID)
+	}
+}
+
+// Seats returns the seat map of ev to the holder of an active token.
+func (e *Engine) Seats(ctx context.Context, ev Event, token string) ([]Seat, error) {
+	en, err := e.Status(ctx, ev.ID, token)
+	if err != nil {
+		return nil, err
+	}
+	if en.Status != StatusActive {
+		return nil, notActive(en.Status)
+	}
+	taken, err := e.rdb.HKeys(ctx, Keys(ev.ID)[keySeatsTaken]).Result()
+	if err != nil {
+		return nil, storeErr(ctx, err)
+	}
+	seats := make([]Seat, ev.Seats)
+	for i := range seats {
+		seats[i].ID = SeatID(ev.Seats, i)
+	}
+	for _, id := range taken {
+		if i, ok := SeatIndex(ev.Seats, id); ok {
+			seats[i].Taken = true
+		}
+	}
+	return seats, nil
+}
+
+// SweepResult is the outcome of one Expire call.
+type SweepResult struct {
+	// Leader is false when another replica holds the admission lease.
+	Leader bool
+	// Gone is true when the event no longer exists.
+	Gone    bool
+	Expired int
+	// Wait is how long until the lease ends (follower) or the next tick is due (leader).
+	Wait time.Duration
+}
+
+// Expire ends the active windows of eventID that have run out, under the
+// admission lease held by replica for lease.
+func (e *Engine) Expire(ctx context.Context, eventID, replica string, lease time.Duration) (SweepResult, error) {
+	r, err := e.run(ctx, scriptExpire, eventID, replica, lease.Milliseconds(), e.expireLimit)
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("queue: expire %s: %w", eventID, err)
+	}
+	switch r[0].(string) {
+	case "LEADER":
+		return SweepResult{Leader: true, Expired: int(toInt(r[1])), Wait: time.Duration(toInt(r[2])) * time.Millisecond}, nil
+	case "FOLLOWER":
+		return SweepResult{Wait: time.Duration(toInt(r[1])) * time.Millisecond}, nil
+	default:
+		return SweepResult{Gone: true}, nil
+	}
+}
+
+// TickResult is the outcome of one admission tick.
+type TickResult struct {
+	// Ran is true when the tick was due and this replica held the lease.
+	Ran      bool
+	Paused   bool
+	Leader   bool
+	Gone     bool
+	Promoted int
+	Waiting  int64
+	// Room is how many the policy allowed this tick.
+	Room int
+	// Load is the downstream orders/s the adaptive policy used; NoLoad when
+	// the figure was missing or stale, or the policy is not adaptive.
+	Load float64
+	// Next is how long until the next tick is due.
+	Next time.Duration
+}
+
+// NoLoad marks a missing downstream load figure.
+const NoLoad = -1
+
+// LoadStale is how long a reported load figure counts; after that the
+// downstream is taken as down and adaptive promotion pauses.
+const LoadStale = 10 * time.Second
+
+// Tick runs one admission tick for eventID if it is due and replica holds the lease.
+func (e *Engine) Tick(ctx context.Context, eventID, replica string, lease time.Duration) (TickResult, error) {
+	r, err := e.run(ctx, scriptTick, eventID, replica, lease.Milliseconds(), LoadStale.Milliseconds())
+	if err != nil {
+		return TickResult{}, fmt.Errorf("queue: tick %s: %w", eventID, err)
+	}
+	ms := func(i int) time.Duration { return time.Duration(toInt(r[i])) * time.Millisecond }
+	switch r[0].(string) {
+	case "OK":
+		load, _ := strconv.ParseFloat(r[5].(string), 64)
+		return TickResult{Ran: true, Leader: true, Promoted: int(toInt(r[1])), Next: ms(2), Waiting: toInt(r[3]),
+			Room: int(toInt(r[4])), Load: load}, nil
+	case "WAIT":
+		return TickResult{Leader: true, Next: ms(1)}, nil
+	case "PAUSED":
+		return TickResult{Leader: true, Paused: true, Next: ms(1)}, nil
+	case "FOLLOWER":
+		return TickResult{Next: ms(1)}, nil
+	default:
+		return TickResult{Gone: true}, nil
+	}
+}
+
+// ReportLoad records the orders per second an outside order service reports
+// for the adaptive policy.
+func (e *Engine) ReportLoad(ctx context.Context, eventID string, tps float64) error {
+	err := e.rdb.HSet(ctx, Keys(eventID)[keyCounters], "load", tps, "load_at", e.now().UnixMilli()).Err()
+	if err != nil {
+		return storeErr(ctx, err)
+	}
+	return nil
+}

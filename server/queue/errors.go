@@ -1,0 +1,72 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a machine-readable error code from API.md.
+type Code string
+
+// Error codes (API.md, "Errors").
+const (
+	CodeBadRequest         Code = "BAD_REQUEST"
+	CodeBodyTooLarge       Code = "BODY_TOO_LARGE"
+	CodeUnauthenticated    Code = "UNAUTHENTICATED"
+	CodeForbidden          Code = "FORBIDDEN"
+	CodeTokenOwnerMismatch Code = "TOKEN_OWNER_MISMATCH"
+	CodeEventNotFound      Code = "EVENT_NOT_FOUND"
+	CodeTokenNotFound      Code = "TOKEN_NOT_FOUND"
+	CodeSeatNotFound       Code = "SEAT_NOT_FOUND"
+	CodeNotActive          Code = "NOT_ACTIVE"
+	CodeSeatTaken          Code = "SEAT_TAKEN"
+	CodeSoldOut            Code = "SOLD_OUT"
+	CodeEventClosed        Code = "EVENT_CLOSED"
+	CodeEventNotOpen       Code = "EVENT_NOT_OPEN"
+	CodeEventExists        Code = "EVENT_EXISTS"
+	CodeRateLimited        Code = "RATE_LIMITED"
+	CodeUnavailable        Code = "UNAVAILABLE"
+	CodeInternal           Code = "INTERNAL"
+)
+
+// Error is the one coded error type of rushline. Adapters map Code to a
+// transport status in one place.
+type Error struct {
+	Code    Code
+	Message string
+	// Status is set with CodeNotActive: the token's actual state.
+	Status Status
+	// Err is the underlying cause, never shown to clients.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf makes a coded error with a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Unavailable wraps a storage failure as CodeUnavailable.
+func Unavailable(err error) *Error {
+	return &Error{Code: CodeUnavailable, Message: "the queue store is unavailable, try again shortly", Err: err}
+}
+
+// ErrorCode returns err's code, CodeInternal for uncoded errors, "" for nil.
+func ErrorCode(err error) Code {
+	if err == nil {
+		return ""
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}

@@ -1,0 +1,25 @@
+-- leave.lua: give up a place in line or an active slot.
+-- KEYS and ARGV[1..2]: see lib.lua.
+-- ARGV[3] user id, ARGV[4] seq, ARGV[5] "1" when the caller owns the token
+-- Returns {'OK', previous status} or an error code with nothing changed.
+-- Leaving a finished attempt changes nothing and answers OK again.
+if redis.call('EXISTS', K_CFG) == 0 then
+  return {'EVENT_NOT_FOUND'}
+end
+local user, seq = ARGV[3], tonumber(ARGV[4])
+local st = state(user, seq)
+if not st then
+  return {'TOKEN_NOT_FOUND'}
+end
+if ARGV[5] ~= '1' then
+  return {'TOKEN_OWNER_MISMATCH'}
+end
+if st == 'WAITING' then
+  redis.call('ZREM', K_W, user)
+  redis.call('HSET', K_F, seq, 'L')
+  redis.call('HINCRBY', K_N, 'left', 1)
+  emit('left', seq, user)
+elseif st == 'ACTIVE' then
+  retire(user, 'L', 'left')
+end
+return {'OK', st}

@@ -1,0 +1,120 @@
+// Package queue is rushline's waiting-room engine: per-event queues held in
+// Redis sorted sets, changed only by Lua scripts. It knows nothing of HTTP or
+// SQL; adapters live in sibling packages.
+package queue
+
+import (
+	"time"
+)
+
+// Policy decides how many waiting tokens one admission tick may promote.
+type Policy string
+
+// Admission policies (API.md, "Events").
+const (
+	// PolicyCapacity fills the active set up to Capacity, at most AdmitBatch per tick.
+	PolicyCapacity Policy = "capacity"
+	// PolicyBatch promotes a fixed AdmitBatch per tick and ignores Capacity.
+	PolicyBatch Policy = "batch"
+	// PolicyAdaptive scales the batch with downstream load (needs MaxTPS ≥ 1).
+	PolicyAdaptive Policy = "adaptive"
+)
+
+// Valid reports whether p is a known policy.
+func (p Policy) Valid() bool {
+	return p == PolicyCapacity || p == PolicyBatch || p == PolicyAdaptive
+}
+
+// Status is the life-cycle state of a queue token.
+type Status string
+
+// Token states (API.md, "The queue").
+const (
+	StatusWaiting Status = "WAITING"
+	StatusActive  Status = "ACTIVE"
+	StatusExpired Status = "EXPIRED"
+	StatusDone    Status = "DONE"
+	StatusLeft    Status = "LEFT"
+)
+
+// Finished reports whether the token can no longer change state; its user may join again.
+func (s Status) Finished() bool {
+	return s == StatusExpired || s == StatusDone || s == StatusLeft
+}
+
+// UserType tells people from simulator bots.
+type UserType string
+
+// User types (API.md, "Identities and credentials").
+const (
+	UserActual  UserType = "ACTUAL"
+	UserVirtual UserType = "VIRTUAL"
+)
+
+// VirtualPrefix starts every VIRTUAL user id; no ACTUAL user can hold one.
+const VirtualPrefix = "VIRTUAL:"
+
+// TypeOf derives a user's type from its id.
+func TypeOf(userID string) UserType {
+	if len(userID) >= len(VirtualPrefix) && userID[:len(VirtualPrefix)] == VirtualPrefix {
+		return UserVirtual
+	}
+	return UserActual
+}
+
+// Event is one drop: a seat map guarded by one queue.
+type Event struct {
+	ID              string     `json:"id"`
+	Name            string     `json:"name"`
+	Seats           int        `json:"seats"`
+	Capacity        int        `json:"capacity"`
+	AdmitBatch      int        `json:"admit_batch"`
+	AdmitIntervalMS int        `json:"admit_interval_ms"`
+	ActiveTTLS      int        `json:"active_ttl_s"`
+	Policy          Policy     `json:"policy"`
+	MaxTPS          int        `json:"max_tps"`
+	OpensAt         *time.Time `json:"opens_at,omitempty"`
+	ClosesAt        *time.Time `json:"closes_at,omitempty"`
+	Paused          bool       `json:"paused"`
+	CreatedAt       time.Time  `json:"created_at"`
+}
+
+// Stats are an event's live counters.
+type Stats struct {
+	Waiting       int64 `json:"waiting"`
+	Active        int64 `json:"active"`
+	AdmittedTotal int64 `json:"admitted_total"`
+	Sold          int64 `json:"sold"`
+	SeatsLeft     int64 `json:"seats_left"`
+}
+
+// RecordKind names an entry in an event's stream.
+type RecordKind string
+
+// Stream record kinds. Each is one state change of one token.
+const (
+	RecordJoined   RecordKind = "joined"
+	RecordAdmitted RecordKind = "admitted"
+	RecordExpired  RecordKind = "expired"
+	RecordLeft     RecordKind = "left"
+	RecordDone     RecordKind = "done"
+)
+
+// Record is one entry of an event's append-only stream: the source of the
+// SQL audit trail, orders and push notifications.
+type Record struct {
+	// ID is the Redis stream id, valid on every replica.
+	ID      string
+	Kind    RecordKind
+	EventID string
+	// Seq is the token's place in the arrival sequence of its event.
+	Seq    int64
+	UserID string
+	// At is when the change was decided.
+	At time.Time
+	// ExpiresAt is set on admitted records.
+	ExpiresAt time.Time
+	// Seat and OrderID are set on done records.
+	Seat    string
+	OrderID string
+}
