@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -96,3 +97,6 @@ func MustRecords(tb testing.TB, eng *queue.Engine, eventID string) []queue.Recor
 	}
 	return recs
 }
+
+// redisZ is a waiting-set member for user u_<i> at seq i.
+func redisZ(i int) redis.Z { return redis.Z{Score: float64(i), Member: fmt.Sprintf("u_%d", i)} }

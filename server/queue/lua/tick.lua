@@ -54,7 +54,8 @@ elseif policy == 'adaptive' then
 end
 
 local promoted = 0
-if room > 0 then
+local queued = redis.call('ZCARD', K_W)
+if room > 0 and queued > 0 then
   local ttl = tonumber(cfg[6])
   local head = redis.call('ZPOPMIN', K_W, room)
   for i = 1, #head, 2 do
@@ -65,8 +66,11 @@ if room > 0 then
     redis.call('HINCRBY', K_N, 'admitted', promoted)
   end
 end
--- rate: promotions per second over the tick just run, smoothed; kept in milli-units.
-local inst = promoted * 1000000 / interval
-local rate = tonumber(redis.call('HGET', K_N, 'rate')) or inst
-redis.call('HSET', K_N, 'rate', math.floor(rate * 0.7 + inst * 0.3))
-return {'OK', promoted, nt - NOW, redis.call('ZCARD', K_W), math.max(room, 0), tostring(load)}
+-- rate: promotions per second while people wait, smoothed, in milli-units.
+-- Ticks with an empty line say nothing about how fast the line moves.
+if queued > 0 then
+  local inst = promoted * 1000000 / interval
+  local rate = tonumber(redis.call('HGET', K_N, 'rate')) or inst
+  redis.call('HSET', K_N, 'rate', math.floor(rate * 0.7 + inst * 0.3))
+end
+return {'OK', promoted, nt - NOW, queued - promoted, math.max(room, 0), tostring(load)}

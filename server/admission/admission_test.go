@@ -1,0 +1,163 @@
+package admission_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rushline/rushline/server/admission"
+	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/redisproc/redistest"
+)
+
+// counter is an Observer that counts promotions per replica.
+type counter struct {
+	mu       sync.Mutex
+	promoted int
+}
+
+func (c *counter) Ticked(_ string, res queue.TickResult, _ time.Duration) {
+	c.mu.Lock()
+	c.promoted += res.Promoted
+	c.mu.Unlock()
+}
+
+func (c *counter) Expired(string, int) {}
+
+func TestReplicasPromoteOnceInOrder(t *testing.T) {
+	const n = 600
+	p := redistest.MustStart(t)
+	key := []byte("k")
+	engines := make([]*queue.Engine, 3)
+	for i := range engines {
+		engines[i] = queue.New(redistest.MustClient(t, p.Addr()), key)
+	}
+	ctx := context.Background()
+	ev := queue.Event{ID: "multi", Seats: 10, Capacity: n, AdmitBatch: 25, AdmitIntervalMS: 50,
+		ActiveTTLS: 600, Policy: queue.PolicyBatch, Paused: true}
+	if err := engines[0].CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	// Joins arrive round-robin through all three replicas.
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if _, _, err := engines[i%3].Join(ctx, ev.ID, fmt.Sprintf("u_%04d", i)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	counters := make([]*counter, 3)
+	var runners sync.WaitGroup
+	for i, eng := range engines {
+		counters[i] = &counter{}
+		r := admission.New(eng, fmt.Sprintf("replica-%d", i), admission.WithObserver(counters[i]),
+			admission.WithSweep(10*time.Millisecond), admission.WithDiscover(20*time.Millisecond),
+			admission.WithLease(500*time.Millisecond))
+		runners.Go(func() { r.Run(runCtx) })
+	}
+	ev.Paused = false
+	if err := engines[1].PutEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := engines[2].Stats(ctx, ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Waiting == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still %d waiting", st.Waiting)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	runners.Wait()
+
+	recs, err := engines[0].Records(ctx, ev.ID, "0", 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int64]bool{}
+	var last int64
+	for _, r := range recs {
+		if r.Kind != queue.RecordAdmitted {
+			continue
+		}
+		if seen[r.Seq] {
+			t.Fatalf("seq %d promoted twice", r.Seq)
+		}
+		if r.Seq < last {
+			t.Fatalf("FIFO inversion: %d after %d", r.Seq, last)
+		}
+		seen[r.Seq], last = true, r.Seq
+	}
+	total := 0
+	for _, c := range counters {
+		total += c.promoted
+	}
+	if len(seen) != n || total != n {
+		t.Fatalf("admitted %d distinct, observers counted %d; want %d", len(seen), total, n)
+	}
+}
+
+func TestLeaseMovesWhenHolderStops(t *testing.T) {
+	p := redistest.MustStart(t)
+	ctx := context.Background()
+	a := queue.New(redistest.MustClient(t, p.Addr()), []byte("k"))
+	b := queue.New(redistest.MustClient(t, p.Addr()), []byte("k"))
+	ev := queue.Event{ID: "handover", Seats: 10, Capacity: 1000, AdmitBatch: 1, AdmitIntervalMS: 50,
+		ActiveTTLS: 600, Policy: queue.PolicyBatch}
+	if err := a.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 400 {
+		if _, _, err := a.Join(ctx, ev.ID, fmt.Sprintf("u_%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const lease = 300 * time.Millisecond
+	opts := []admission.Option{admission.WithSweep(10 * time.Millisecond), admission.WithDiscover(10 * time.Millisecond), admission.WithLease(lease)}
+	ca, cb := &counter{}, &counter{}
+	ctxA, stopA := context.WithCancel(ctx)
+	doneA := make(chan struct{})
+	go func() { admission.New(a, "a", append(opts, admission.WithObserver(ca))...).Run(ctxA); close(doneA) }()
+	time.Sleep(200 * time.Millisecond) // a takes the lease first
+	ctxB, stopB := context.WithCancel(ctx)
+	defer stopB()
+	doneB := make(chan struct{})
+	go func() { admission.New(b, "b", append(opts, admission.WithObserver(cb))...).Run(ctxB); close(doneB) }()
+	time.Sleep(300 * time.Millisecond)
+	cb.mu.Lock()
+	early := cb.promoted
+	cb.mu.Unlock()
+	if early != 0 {
+		t.Fatalf("b promoted %d while a held the lease", early)
+	}
+	stopA()
+	<-doneA
+	// a's lease runs out unrenewed; b must take over within 2 leases.
+	time.Sleep(2 * lease)
+	before := promotedBy(cb)
+	time.Sleep(200 * time.Millisecond)
+	if after := promotedBy(cb); after <= before {
+		t.Fatalf("b has not taken over: promoted %d then %d", before, after)
+	}
+	stopB()
+	<-doneB
+}
+
+func promotedBy(c *counter) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.promoted
+}

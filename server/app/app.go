@@ -1,0 +1,174 @@
+// Package app assembles a rushline server from its configuration: Redis (given,
+// a private child redis-server, or in-process miniredis), SQL (SQLite by
+// default, PostgreSQL by URL), keys, the engine, the admission ticker, the
+// audit writer and the HTTP API.
+package app
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/rushline/rushline/server/admission"
+	"github.com/rushline/rushline/server/audit"
+	"github.com/rushline/rushline/server/auth"
+	"github.com/rushline/rushline/server/httpapi"
+	"github.com/rushline/rushline/server/metrics"
+	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/store"
+)
+
+// Config is everything a server is started with.
+type Config struct {
+	// Addr to listen on; ":0" picks a free port.
+	Addr        string
+	RedisURL    string
+	DatabaseURL string
+	// DataDir holds keys, the SQLite file and the private Redis's AOF.
+	DataDir string
+	// Keys given by flag or environment; missing ones are made and kept in DataDir.
+	Keys       auth.Keys
+	TrustProxy bool
+	Logger     *slog.Logger
+	// Web is served at / when set.
+	Web fs.FS
+	// Replica names this server among those sharing the Redis; random if empty.
+	Replica string
+	// Embedded picks the zero-config Redis when RedisURL is empty: "" tries a
+	// private redis-server, then miniredis; "redis-server" or "miniredis" insists.
+	Embedded string
+}
+
+// Server is a running rushline server.
+type Server struct {
+	// Addr is where it listens.
+	Addr string
+	// KeysPath is the file holding generated keys ("" when all were given).
+	KeysPath string
+	Keys     auth.Keys
+	Engine   *queue.Engine
+	done     chan error
+}
+
+// Wait blocks until the server has shut down and returns why it stopped.
+func (s *Server) Wait() error { return <-s.done }
+
+// tokenKey derives the queue-token signing key from the JWT secret.
+func tokenKey(secret string) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte("rushline queue tokens v1"))
+	return m.Sum(nil)
+}
+
+// Start brings a server up and serves until ctx ends; Wait returns after
+// everything has stopped.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.Replica == "" {
+		host, _ := os.Hostname()
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		cfg.Replica = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	keys, keysPath, err := auth.LoadOrCreate(cfg.DataDir, cfg.Keys)
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	signer, err := auth.NewSigner([]byte(keys.JWTSecret), []byte(keys.Service))
+	if err != nil {
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+
+	var cleanups []func()
+	cleanup := func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}
+	rdb, redisDesc, stopRedis, err := connectRedis(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	cleanups = append(cleanups, stopRedis)
+	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	cleanups = append(cleanups, func() { _ = db.Close() })
+
+	m := metrics.New()
+	rdb.AddHook(m.RedisHook())
+	eng := queue.New(rdb, tokenKey(keys.JWTSecret))
+	catalog := queue.NewCatalog(db, eng)
+	m.WatchQueues(eng)
+	if n, err := catalog.Sync(ctx); err != nil {
+		log.Warn("could not mirror stored events into Redis; will serve what Redis has", "err", err)
+	} else if n > 0 {
+		log.Info("mirrored stored events into Redis", "events", n)
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
+	}
+	api := httpapi.New(httpapi.Deps{
+		Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Logger: log, Web: cfg.Web,
+		TrustProxy: cfg.TrustProxy,
+		Ready: func(ctx context.Context) error {
+			return errors.Join(rdb.Ping(ctx).Err(), db.Ping(ctx))
+		},
+	})
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		admission.New(eng, cfg.Replica, admission.WithObserver(m), admission.WithLogger(log)).Run(workCtx)
+	})
+	wg.Go(func() { audit.New(eng, db, cfg.Replica, log).Run(workCtx) })
+
+	s := &Server{Addr: ln.Addr().String(), KeysPath: keysPath, Keys: keys, Engine: eng, done: make(chan error, 1)}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	log.Info("rushline is up", "url", "http://"+s.Addr, "redis", redisDesc, "database", db.Dialect(), "replica", cfg.Replica)
+	if keysPath != "" {
+		log.Info("keys (admin, simulator, service) are kept in " + keysPath)
+	}
+	go func() {
+		var err error
+		select {
+		case <-ctx.Done():
+		case err = <-serveErr:
+		}
+		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = srv.Shutdown(shutCtx)
+		cancel()
+		stopWork()
+		wg.Wait()
+		cleanup()
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.done <- err
+	}()
+	return s, nil
+}

@@ -1,0 +1,134 @@
+// Package audit writes the SQL audit trail behind the queue: it tails every
+// event's Redis stream through a consumer group and writes the records to the
+// database in batches. The hot path never waits on SQL; while SQL is away the
+// records wait in the stream (bounded by the stream's MAXLEN, 1,000,000 per
+// event by default) and are written once it is back.
+package audit
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/rushline/rushline/server/queue"
+)
+
+// Defaults for a Worker.
+const (
+	// DefaultGroup is the consumer group name on every event stream.
+	DefaultGroup = "audit"
+	// DefaultBatch is the most records read and written in one go.
+	DefaultBatch = 2000
+	// DefaultIdle is the pause between rounds that found nothing.
+	DefaultIdle = 200 * time.Millisecond
+	// DefaultClaimAfter is how long a record may sit unacknowledged with
+	// another replica before this one takes it over.
+	DefaultClaimAfter = 30 * time.Second
+)
+
+// Writer stores records durably; store.Store implements it. It must be
+// idempotent: a record may be written twice after a crash.
+type Writer interface {
+	WriteRecords(ctx context.Context, recs []queue.Record) error
+}
+
+// Stream is the part of queue.Engine the worker reads from.
+type Stream interface {
+	EventIDs(ctx context.Context) ([]string, error)
+	EnsureGroup(ctx context.Context, eventID, group string) error
+	ReadGroup(ctx context.Context, eventID, group, consumer string, count int64) ([]queue.Record, error)
+	Claim(ctx context.Context, eventID, group, consumer string, idle time.Duration, count int64) (int, error)
+	Ack(ctx context.Context, eventID, group string, ids ...string) error
+}
+
+var _ Stream = (*queue.Engine)(nil)
+
+// Worker copies stream records to SQL. Run one per replica; the consumer
+// group shares the work. Not safe for concurrent Run calls.
+type Worker struct {
+	src      Stream
+	dst      Writer
+	consumer string
+	log      *slog.Logger
+	groups   map[string]bool
+	claimed  time.Time
+}
+
+// New returns a worker named consumer (unique per replica).
+func New(src Stream, dst Writer, consumer string, log *slog.Logger) *Worker {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Worker{src: src, dst: dst, consumer: consumer, log: log, groups: map[string]bool{}}
+}
+
+// Run copies records until ctx ends.
+func (w *Worker) Run(ctx context.Context) {
+	failing := false
+	for ctx.Err() == nil {
+		n, err := w.Round(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			if !failing {
+				w.log.Warn("audit: write behind failed; records stay in the stream until it works", "err", err)
+			}
+			failing = true
+		case err == nil && failing:
+			w.log.Info("audit: write behind recovered")
+			failing = false
+		}
+		if n == 0 || err != nil {
+			t := time.NewTimer(DefaultIdle)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
+}
+
+// Round copies at most one batch per event and returns how many records it wrote.
+func (w *Worker) Round(ctx context.Context) (int, error) {
+	ids, err := w.src.EventIDs(ctx)
+	if err != nil {
+		return 0, err
+	}
+	claim := time.Since(w.claimed) > DefaultClaimAfter/3
+	if claim {
+		w.claimed = time.Now()
+	}
+	total := 0
+	for _, id := range ids {
+		if !w.groups[id] {
+			if err := w.src.EnsureGroup(ctx, id, DefaultGroup); err != nil {
+				return total, err
+			}
+			w.groups[id] = true
+		}
+		if claim {
+			if _, err := w.src.Claim(ctx, id, DefaultGroup, w.consumer, DefaultClaimAfter, DefaultBatch); err != nil {
+				return total, err
+			}
+		}
+		recs, err := w.src.ReadGroup(ctx, id, DefaultGroup, w.consumer, DefaultBatch)
+		if err != nil {
+			return total, err
+		}
+		if len(recs) == 0 {
+			continue
+		}
+		if err := w.dst.WriteRecords(ctx, recs); err != nil {
+			return total, err
+		}
+		acks := make([]string, len(recs))
+		for i, r := range recs {
+			acks[i] = r.ID
+		}
+		if err := w.src.Ack(ctx, id, DefaultGroup, acks...); err != nil {
+			return total, err
+		}
+		total += len(recs)
+	}
+	return total, nil
+}

@@ -1,0 +1,392 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/google/uuid"
+
+	"github.com/rushline/rushline/server/auth"
+	"github.com/rushline/rushline/server/queue"
+)
+
+func (s *Server) createSession(c *gin.Context) {
+	var req struct {
+		Nickname *string `json:"nickname"`
+	}
+	if err := decode(c, &req); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if req.Nickname == nil || !queue.ValidNickname(*req.Nickname) {
+		s.fail(c, badRequest("nickname must be 1-32 printable characters"))
+		return
+	}
+	id := auth.NewUserID()
+	tok, exp, err := s.Signer.IssueSession(id, *req.Nickname)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, gin.H{"user_id": id, "nickname": *req.Nickname, "access_token": tok, "expires_at": exp.UTC()})
+}
+
+// eventJSON is an event as the API shows it, with stats on a single GET.
+type eventJSON struct {
+	queue.Event
+	Stats *queue.Stats `json:"stats,omitempty"`
+}
+
+func (s *Server) listEvents(c *gin.Context) {
+	events, err := s.Engine.Events(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if events == nil {
+		events = []queue.Event{}
+	}
+	c.JSON(http.StatusOK, gin.H{"events": events})
+}
+
+func (s *Server) getEvent(c *gin.Context) {
+	ev, err := s.Engine.Event(c, c.Param("event"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	st, err := s.Engine.Stats(c, ev)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, eventJSON{Event: ev, Stats: &st})
+}
+
+// eventFields are the settable fields of an event; nil means not given.
+type eventFields struct {
+	ID              *string    `json:"id"`
+	Name            *string    `json:"name"`
+	Seats           *int       `json:"seats"`
+	Capacity        *int       `json:"capacity"`
+	AdmitBatch      *int       `json:"admit_batch"`
+	AdmitIntervalMS *int       `json:"admit_interval_ms"`
+	ActiveTTLS      *int       `json:"active_ttl_s"`
+	Policy          *string    `json:"policy"`
+	MaxTPS          *int       `json:"max_tps"`
+	OpensAt         *time.Time `json:"opens_at"`
+	ClosesAt        *time.Time `json:"closes_at"`
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// apply copies the given mutable fields onto ev.
+func (f eventFields) apply(ev *queue.Event) {
+	set(&ev.Capacity, f.Capacity)
+	set(&ev.AdmitBatch, f.AdmitBatch)
+	set(&ev.AdmitIntervalMS, f.AdmitIntervalMS)
+	set(&ev.ActiveTTLS, f.ActiveTTLS)
+	set(&ev.MaxTPS, f.MaxTPS)
+	if f.Policy != nil {
+		ev.Policy = queue.Policy(*f.Policy)
+	}
+	if f.ClosesAt != nil {
+		t := f.ClosesAt.UTC()
+		ev.ClosesAt = &t
+	}
+}
+
+func (s *Server) createEvent(c *gin.Context) {
+	var f eventFields
+	if err := decode(c, &f); err != nil {
+		s.fail(c, err)
+		return
+	}
+	for name, missing := range map[string]bool{
+		"id": f.ID == nil, "seats": f.Seats == nil, "capacity": f.Capacity == nil, "admit_batch": f.AdmitBatch == nil,
+		"admit_interval_ms": f.AdmitIntervalMS == nil, "active_ttl_s": f.ActiveTTLS == nil, "policy": f.Policy == nil,
+	} {
+		if missing {
+			s.fail(c, badRequest("field %s is required", name))
+			return
+		}
+	}
+	ev := queue.Event{ID: *f.ID, Seats: *f.Seats}
+	set(&ev.Name, f.Name)
+	if f.OpensAt != nil {
+		t := f.OpensAt.UTC()
+		ev.OpensAt = &t
+	}
+	f.apply(&ev)
+	ev, err := s.Catalog.Create(c, ev)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, ev)
+}
+
+func (s *Server) patchEvent(c *gin.Context) {
+	var f eventFields
+	if err := decode(c, &f); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if f.ID != nil || f.Name != nil || f.Seats != nil || f.OpensAt != nil {
+		s.fail(c, badRequest("only capacity, admit_batch, admit_interval_ms, active_ttl_s, policy, max_tps and closes_at can change"))
+		return
+	}
+	s.update(c, f.apply)
+}
+
+func (s *Server) setPaused(paused bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		s.update(c, func(ev *queue.Event) { ev.Paused = paused })
+	}
+}
+
+func (s *Server) update(c *gin.Context, change func(*queue.Event)) {
+	ev, err := s.Catalog.Update(c, c.Param("event"), change)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, ev)
+}
+
+func (s *Server) reportLoad(c *gin.Context) {
+	var req struct {
+		TPS *float64 `json:"tps"`
+	}
+	if err := decode(c, &req); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if req.TPS == nil || *req.TPS < 0 || *req.TPS > 1e9 {
+		s.fail(c, badRequest("tps must be a number from 0 to 1e9"))
+		return
+	}
+	if _, err := s.Engine.Event(c, c.Param("event")); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.Engine.ReportLoad(c, c.Param("event"), *req.TPS); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// entryJSON is a queue entry as join and status answer it.
+type entryJSON struct {
+	Token         string         `json:"token,omitempty"`
+	UserID        string         `json:"user_id,omitempty"`
+	UserType      queue.UserType `json:"user_type,omitempty"`
+	Status        queue.Status   `json:"status"`
+	Position      int64          `json:"position,omitempty"`
+	Waiting       int64          `json:"waiting"`
+	ETASeconds    *int64         `json:"eta_s,omitempty"`
+	AdmittedTotal int64          `json:"admitted_total"`
+	Pass          string         `json:"pass,omitempty"`
+	ExpiresAt     *time.Time     `json:"expires_at,omitempty"`
+}
+
+// entryBody renders en; the pass is signed fresh for an ACTIVE entry.
+func (s *Server) entryBody(eventID string, en queue.Entry, withIdentity bool) (entryJSON, error) {
+	b := entryJSON{Status: en.Status, Waiting: en.Waiting, AdmittedTotal: en.AdmittedTotal}
+	if withIdentity {
+		b.Token, b.UserID, b.UserType = en.Token, en.UserID, queue.TypeOf(en.UserID)
+	}
+	switch en.Status {
+	case queue.StatusWaiting:
+		eta := int64(en.ETA / time.Second)
+		b.Position, b.ETASeconds = en.Position, &eta
+	case queue.StatusActive:
+		pass, err := s.Signer.IssuePass(eventID, en.UserID, en.Token, en.ExpiresAt)
+		if err != nil {
+			return b, err
+		}
+		b.Pass, b.ExpiresAt = pass, &en.ExpiresAt
+	}
+	return b, nil
+}
+
+func (s *Server) join(c *gin.Context) {
+	var req struct {
+		UserType *string `json:"user_type"`
+		BotID    *string `json:"bot_id"`
+	}
+	bodyErr := decode(c, &req)
+	virtual := req.UserType != nil && *req.UserType == string(queue.UserVirtual)
+	var userID string
+	switch {
+	case c.GetHeader(headerSimulator) != "" || (virtual && c.GetHeader("Authorization") == ""):
+		if err := keyCheck(c.GetHeader(headerSimulator), s.Keys.Simulator, "simulator"); err != nil {
+			// A VIRTUAL join without the right key is forbidden, never merely unauthenticated.
+			s.fail(c, queue.Errorf(queue.CodeForbidden, "a VIRTUAL join needs the right simulator key"))
+			return
+		}
+		userID = queue.VirtualPrefix
+	default:
+		sess, sent, err := s.session(c)
+		if !sent {
+			err = queue.Errorf(queue.CodeUnauthenticated, "an ACTUAL join needs a bearer access token")
+		}
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		if virtual {
+			s.fail(c, queue.Errorf(queue.CodeForbidden, "a VIRTUAL join needs the simulator key"))
+			return
+		}
+		userID = sess.UserID
+	}
+	if bodyErr != nil {
+		s.fail(c, bodyErr)
+		return
+	}
+	switch {
+	case req.UserType == nil || (*req.UserType != string(queue.UserActual) && !virtual):
+		s.fail(c, badRequest("user_type must be ACTUAL or VIRTUAL"))
+		return
+	case userID == queue.VirtualPrefix && !virtual:
+		s.fail(c, queue.Errorf(queue.CodeForbidden, "the simulator key joins VIRTUAL users only"))
+		return
+	case req.BotID != nil && !virtual:
+		s.fail(c, badRequest("bot_id is for VIRTUAL joins only"))
+		return
+	case req.BotID != nil && !queue.ValidBotID(*req.BotID):
+		s.fail(c, badRequest("bot_id must be 1-64 of [A-Za-z0-9_.-]"))
+		return
+	}
+	if virtual {
+		if req.BotID != nil {
+			userID += *req.BotID
+		} else {
+			userID += uuid.NewString()
+		}
+	}
+	en, created, err := s.Engine.Join(c, c.Param("event"), userID)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	b, err := s.entryBody(c.Param("event"), en, true)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	c.JSON(code, b)
+}
+
+func (s *Server) status(c *gin.Context) {
+	en, err := s.Engine.Status(c, c.Param("event"), c.Param("token"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	b, err := s.entryBody(c.Param("event"), en, false)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, b)
+}
+
+func (s *Server) leave(c *gin.Context) {
+	actor, err := s.actor(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := s.Engine.Leave(c, c.Param("event"), c.Param("token"), actor); err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+func (s *Server) verify(c *gin.Context) {
+	if err := s.service(c); err != nil {
+		s.fail(c, err)
+		return
+	}
+	var req struct {
+		Token  *string `json:"token"`
+		UserID *string `json:"user_id"`
+	}
+	if err := decode(c, &req); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if req.Token == nil || *req.Token == "" || req.UserID == nil || *req.UserID == "" {
+		s.fail(c, badRequest("token and user_id are required"))
+		return
+	}
+	en, err := s.Engine.Verify(c, c.Param("event"), *req.Token, queue.Actor{UserID: *req.UserID})
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"status": en.Status, "expires_at": en.ExpiresAt})
+}
+
+func (s *Server) seats(c *gin.Context) {
+	tok := c.GetHeader(headerToken)
+	if tok == "" {
+		s.fail(c, queue.Errorf(queue.CodeUnauthenticated, "the seat map needs an X-Queue-Token header with an active token"))
+		return
+	}
+	ev, err := s.Engine.Event(c, c.Param("event"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	seats, err := s.Engine.Seats(c, ev, tok)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"seats": seats})
+}
+
+func (s *Server) order(c *gin.Context) {
+	actor, err := s.actor(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var req struct {
+		Token *string `json:"token"`
+		Seat  *string `json:"seat"`
+	}
+	if err := decode(c, &req); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if req.Token == nil || *req.Token == "" || req.Seat == nil || *req.Seat == "" {
+		s.fail(c, badRequest("token and seat are required"))
+		return
+	}
+	ev, err := s.Engine.Event(c, c.Param("event"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	o, err := s.Engine.Order(c, ev, *req.Token, *req.Seat, actor)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, o)
+}

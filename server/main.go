@@ -1,0 +1,78 @@
+// Command rushline-server serves the rushline waiting room: the HTTP API, the
+// web pages and /metrics. See DESIGN.md, "Command lines".
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rushline/rushline/server/app"
+	"github.com/rushline/rushline/web"
+)
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func main() {
+	var (
+		cfg       app.Config
+		logFormat string
+	)
+	root := &cobra.Command{
+		Use:           "rushline-server",
+		Short:         "Serve the rushline waiting room",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(logFormat)
+			if err != nil {
+				return err
+			}
+			cfg.Logger, cfg.Web = log, web.FS()
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			srv, err := app.Start(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			return srv.Wait()
+		},
+	}
+	f := root.Flags()
+	f.StringVar(&cfg.Addr, "addr", env("RUSHLINE_ADDR", "127.0.0.1:8080"), "listen address ($RUSHLINE_ADDR)")
+	f.StringVar(&cfg.RedisURL, "redis-url", env("REDIS_URL", ""), "redis://host:port/db, or host:port,host:port,… for a Redis Cluster ($REDIS_URL); empty starts a private redis-server, or miniredis")
+	f.StringVar(&cfg.DatabaseURL, "database-url", env("DATABASE_URL", ""), "postgres://… ($DATABASE_URL); empty uses SQLite under --data")
+	f.StringVar(&cfg.DataDir, "data", env("RUSHLINE_DATA", "./data"), "data folder: keys, SQLite, the private Redis's AOF ($RUSHLINE_DATA)")
+	f.StringVar(&cfg.Keys.Admin, "admin-key", env("RUSHLINE_ADMIN_KEY", ""), "admin key ($RUSHLINE_ADMIN_KEY); made and kept under --data when empty")
+	f.StringVar(&cfg.Keys.Simulator, "simulator-key", env("RUSHLINE_SIMULATOR_KEY", ""), "simulator key ($RUSHLINE_SIMULATOR_KEY)")
+	f.StringVar(&cfg.Keys.Service, "service-key", env("RUSHLINE_SERVICE_KEY", ""), "order-service key, also signs passes ($RUSHLINE_SERVICE_KEY)")
+	f.StringVar(&cfg.Keys.JWTSecret, "jwt-secret", env("RUSHLINE_JWT_SECRET", ""), "session and queue-token signing secret ($RUSHLINE_JWT_SECRET)")
+	f.BoolVar(&cfg.TrustProxy, "trust-proxy", env("RUSHLINE_TRUST_PROXY", "") == "true", "take client addresses from X-Forwarded-For ($RUSHLINE_TRUST_PROXY=true)")
+	f.StringVar(&cfg.Embedded, "embedded", env("RUSHLINE_EMBEDDED", ""), "zero-config Redis when --redis-url is empty: redis-server or miniredis (default: redis-server if on PATH, else miniredis)")
+	f.StringVar(&logFormat, "log-format", env("RUSHLINE_LOG_FORMAT", "text"), "text or json ($RUSHLINE_LOG_FORMAT)")
+	if err := root.ExecuteContext(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "rushline-server:", err)
+		os.Exit(1)
+	}
+}
+
+func newLogger(format string) (*slog.Logger, error) {
+	switch format {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be text or json, got %q", format)
+}

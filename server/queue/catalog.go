@@ -1,0 +1,96 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// EventStore keeps event definitions durably (SQL in production).
+type EventStore interface {
+	CreateEvent(ctx context.Context, ev Event) error
+	UpdateEvent(ctx context.Context, ev Event) error
+	DeleteEvent(ctx context.Context, id string) error
+	Event(ctx context.Context, id string) (Event, error)
+	Events(ctx context.Context) ([]Event, error)
+}
+
+// Catalog keeps event definitions in a durable store and mirrors them into
+// Redis, where every replica's engine and ticker read them. A change that
+// cannot reach both is undone, so the two never disagree. Safe for concurrent use.
+type Catalog struct {
+	store EventStore
+	eng   *Engine
+}
+
+// NewCatalog returns a catalog over store and eng.
+func NewCatalog(store EventStore, eng *Engine) *Catalog {
+	return &Catalog{store: store, eng: eng}
+}
+
+// Create validates and stores a new event, then mirrors it.
+func (c *Catalog) Create(ctx context.Context, ev Event) (Event, error) {
+	ev.CreatedAt = c.eng.Now().UTC().Truncate(1e6)
+	if err := ev.Validate(c.eng.Now()); err != nil {
+		return Event{}, err
+	}
+	if err := c.store.CreateEvent(ctx, ev); err != nil {
+		return Event{}, fmt.Errorf("queue: create event %s: %w", ev.ID, err)
+	}
+	if err := c.eng.CreateEvent(ctx, ev); err != nil {
+		// Undo the SQL row unless Redis held an event of that id already
+		// (a stale mirror after an SQL loss): then the id is taken either way.
+		if ErrorCode(err) != CodeEventExists {
+			if derr := c.store.DeleteEvent(context.WithoutCancel(ctx), ev.ID); derr != nil {
+				err = errors.Join(err, derr)
+			}
+		}
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// Update applies change to an event, validates, stores and mirrors it. The
+// admission ticker of every replica applies it at the next tick.
+func (c *Catalog) Update(ctx context.Context, id string, change func(*Event)) (Event, error) {
+	old, err := c.store.Event(ctx, id)
+	if err != nil {
+		return Event{}, err
+	}
+	ev := old
+	change(&ev)
+	if err := ev.Validate(c.eng.Now()); err != nil {
+		return Event{}, err
+	}
+	if err := c.store.UpdateEvent(ctx, ev); err != nil {
+		return Event{}, fmt.Errorf("queue: update event %s: %w", id, err)
+	}
+	if err := c.eng.PutEvent(ctx, ev); err != nil {
+		if rerr := c.store.UpdateEvent(context.WithoutCancel(ctx), old); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// Sync mirrors into Redis every stored event Redis lacks, e.g. after Redis
+// lost its data. Live definitions already in Redis are left alone.
+func (c *Catalog) Sync(ctx context.Context) (int, error) {
+	events, err := c.store.Events(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("queue: sync events: %w", err)
+	}
+	n := 0
+	for _, ev := range events {
+		err := c.eng.CreateEvent(ctx, ev)
+		switch ErrorCode(err) {
+		case "":
+			n++
+		case CodeEventExists:
+		default:
+			return n, fmt.Errorf("queue: sync event %s: %w", ev.ID, err)
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,81 @@
+package queue
+
+import (
+	"regexp"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+var eventIDPattern = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
+
+// ValidEventID reports whether id may name an event.
+func ValidEventID(id string) bool { return eventIDPattern.MatchString(id) }
+
+// ValidNickname reports whether s is 1–32 printable characters.
+func ValidNickname(s string) bool {
+	n := utf8.RuneCountInString(s)
+	if n < 1 || n > 32 || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
+}
+
+var botIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// ValidBotID reports whether a simulator bot id is 1–64 of [A-Za-z0-9_.-].
+func ValidBotID(s string) bool { return botIDPattern.MatchString(s) }
+
+func inRange(field string, v, lo, hi int) error {
+	if v < lo || v > hi {
+		return Errorf(CodeBadRequest, "%s must be between %d and %d, got %d", field, lo, hi, v)
+	}
+	return nil
+}
+
+// Validate checks an event definition against the limits of API.md. now is
+// the time closes_at must lie after.
+func (ev Event) Validate(now time.Time) error {
+	if !ValidEventID(ev.ID) {
+		return Errorf(CodeBadRequest, "id must be 1-64 of [a-z0-9-], got %q", ev.ID)
+	}
+	if n := utf8.RuneCountInString(ev.Name); n > 200 || !utf8.ValidString(ev.Name) {
+		return Errorf(CodeBadRequest, "name must be at most 200 characters")
+	}
+	for _, c := range []struct {
+		field  string
+		v      int
+		lo, hi int
+	}{
+		{"seats", ev.Seats, 1, 1_000_000},
+		{"capacity", ev.Capacity, 1, 1_000_000},
+		{"admit_batch", ev.AdmitBatch, 1, 100_000},
+		{"admit_interval_ms", ev.AdmitIntervalMS, 50, 3_600_000},
+		{"active_ttl_s", ev.ActiveTTLS, 1, 86_400},
+		{"max_tps", ev.MaxTPS, 0, 1_000_000},
+	} {
+		if err := inRange(c.field, c.v, c.lo, c.hi); err != nil {
+			return err
+		}
+	}
+	if !ev.Policy.Valid() {
+		return Errorf(CodeBadRequest, "policy must be capacity, batch or adaptive, got %q", ev.Policy)
+	}
+	if ev.Policy == PolicyAdaptive && ev.MaxTPS < 1 {
+		return Errorf(CodeBadRequest, "policy adaptive needs max_tps >= 1")
+	}
+	if ev.ClosesAt != nil {
+		if ev.OpensAt != nil && !ev.ClosesAt.After(*ev.OpensAt) {
+			return Errorf(CodeBadRequest, "closes_at must be after opens_at")
+		}
+		if !ev.ClosesAt.After(now) {
+			return Errorf(CodeBadRequest, "closes_at must be in the future")
+		}
+	}
+	return nil
+}

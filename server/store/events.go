@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"gorm.io/gorm"
+
+	"github.com/rushline/rushline/server/queue"
+)
+
+// CreateEvent stores a new event. A zero CreatedAt is set to now. An event
+// with the same id already stored gives a *queue.Error with CodeEventExists;
+// the database's unique key decides, so of concurrent creates exactly one
+// wins.
+func (s *Store) CreateEvent(ctx context.Context, ev queue.Event) error {
+	if ev.ID == "" {
+		return queue.Errorf(queue.CodeBadRequest, "event id is empty")
+	}
+	row := eventRow(ev)
+	if row.CreatedAt.IsZero() {
+		row.CreatedAt = now()
+	}
+	row.UpdatedAt = row.CreatedAt
+	err := s.db.WithContext(ctx).Create(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		return queue.Errorf(queue.CodeEventExists, "event %q already exists", ev.ID)
+	case err != nil:
+		return unavailable("create event "+ev.ID, err)
+	}
+	return nil
+}
+
+// UpdateEvent replaces every field of the stored event with ev's, Paused
+// and the nil times included, except ID and CreatedAt. An unknown id gives
+// CodeEventNotFound.
+func (s *Store) UpdateEvent(ctx context.Context, ev queue.Event) error {
+	row := eventRow(ev)
+	res := s.db.WithContext(ctx).Model(&EventRow{}).Where("id = ?", ev.ID).Updates(map[string]any{
+		"name":              row.Name,
+		"seats":             row.Seats,
+		"capacity":          row.Capacity,
+		"admit_batch":       row.AdmitBatch,
+		"admit_interval_ms": row.AdmitIntervalMS,
+		"active_ttl_s":      row.ActiveTTLS,
+		"policy":            row.Policy,
+		"max_tps":           row.MaxTPS,
+		"opens_at":          row.OpensAt,
+		"closes_at":         row.ClosesAt,
+		"paused":            row.Paused,
+		"updated_at":        now(),
+	})
+	if res.Error != nil {
+		return unavailable("update event "+ev.ID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return eventNotFound(ev.ID)
+	}
+	return nil
+}
+
+// DeleteEvent removes an event definition; it exists to undo a create whose
+// Redis mirror failed, and leaves entries, transitions and orders alone. An
+// unknown id gives CodeEventNotFound.
+func (s *Store) DeleteEvent(ctx context.Context, id string) error {
+	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&EventRow{})
+	if res.Error != nil {
+		return unavailable("delete event "+id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return eventNotFound(id)
+	}
+	return nil
+}
+
+// Event returns the event with the given id, or CodeEventNotFound.
+func (s *Store) Event(ctx context.Context, id string) (queue.Event, error) {
+	var rows []EventRow
+	// Find with Limit, not First: a missing event is an answer, not an error.
+	if err := s.db.WithContext(ctx).Where("id = ?", id).Limit(1).Find(&rows).Error; err != nil {
+		return queue.Event{}, unavailable("get event "+id, err)
+	}
+	if len(rows) == 0 {
+		return queue.Event{}, eventNotFound(id)
+	}
+	return rows[0].Event(), nil
+}
+
+// Events returns every event, oldest first (by created_at, then id).
+func (s *Store) Events(ctx context.Context) ([]queue.Event, error) {
+	var rows []EventRow
+	if err := s.db.WithContext(ctx).Order("created_at, id").Find(&rows).Error; err != nil {
+		return nil, unavailable("list events", err)
+	}
+	evs := make([]queue.Event, len(rows))
+	for i, r := range rows {
+		evs[i] = r.Event()
+	}
+	return evs, nil
+}
+
+func eventNotFound(id string) error {
+	return queue.Errorf(queue.CodeEventNotFound, "event %q not found", id)
+}

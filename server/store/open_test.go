@@ -1,0 +1,181 @@
+package store_test
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rushline/rushline/server/store"
+	"github.com/rushline/rushline/server/store/storetest"
+)
+
+// mustReopen opens url twice: what the first store wrote, the second reads.
+func mustReopen(t *testing.T, databaseURL, dataDir, wantDialect string, whileOpen func(t *testing.T)) {
+	t.Helper()
+	ctx := t.Context()
+	s, err := store.Open(ctx, databaseURL, dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Dialect(); got != wantDialect {
+		t.Fatalf("Dialect() = %q, want %q", got, wantDialect)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateEvent(ctx, testEvent("ev1", t0)); err != nil {
+		t.Fatal(err)
+	}
+	if whileOpen != nil {
+		whileOpen(t)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err = store.Open(ctx, databaseURL, dataDir)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer s.Close()
+	got, err := s.Event(ctx, "ev1")
+	if err != nil {
+		t.Fatalf("after reopen: %v", err)
+	}
+	mustEqualEvent(t, got, testEvent("ev1", t0))
+}
+
+func mustExist(t *testing.T, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestOpenSQLite(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		// url and file get the test's temporary directory.
+		url  func(dir string) string
+		file func(dir string) string
+	}{
+		// No URL: <dataDir>/rushline.db, the directory created.
+		{"default", func(string) string { return "" }, func(dir string) string { return filepath.Join(dir, "data", "nested", "rushline.db") }},
+		// sqlite:PATH, the parent directory created.
+		{"sqlite:PATH", func(dir string) string { return "sqlite:" + filepath.Join(dir, "db", "x.db") }, func(dir string) string { return filepath.Join(dir, "db", "x.db") }},
+		// sqlite:///abs/path.
+		{"sqlite://PATH", func(dir string) string { return "sqlite://" + filepath.Join(dir, "y.db") }, func(dir string) string { return filepath.Join(dir, "y.db") }},
+		// sqlite:PATH with a parameter of its own, which is kept.
+		{"sqlite:PATH?params", func(dir string) string { return "sqlite:" + filepath.Join(dir, "p.db") + "?_busy_timeout=2000" }, func(dir string) string { return filepath.Join(dir, "p.db") }},
+		// A file: URI goes to SQLite as it is.
+		{"file:PATH", func(dir string) string { return "file:" + filepath.Join(dir, "f", "z.db") + "?cache=private" }, func(dir string) string { return filepath.Join(dir, "f", "z.db") }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			file := tt.file(dir)
+			mustReopen(t, tt.url(dir), filepath.Join(dir, "data", "nested"), store.DialectSQLite, func(t *testing.T) {
+				mustExist(t, file)
+				mustExist(t, file+"-wal") // WAL mode
+			})
+		})
+	}
+}
+
+func TestOpenPostgres(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		url  func(u *url.URL) string
+	}{
+		// postgres://
+		{"postgres://", func(u *url.URL) string { return u.String() }},
+		// postgresql://
+		{"postgresql://", func(u *url.URL) string { v := *u; v.Scheme = "postgresql"; return v.String() }},
+		// A key=value DSN.
+		{"key=value", func(u *url.URL) string {
+			kv := []string{"host=" + u.Hostname(), "dbname=" + strings.TrimPrefix(u.Path, "/")}
+			if p := u.Port(); p != "" {
+				kv = append(kv, "port="+p)
+			}
+			if u.User != nil {
+				kv = append(kv, "user="+u.User.Username())
+				if pw, ok := u.User.Password(); ok {
+					kv = append(kv, "password="+pw)
+				}
+			}
+			for k, vs := range u.Query() {
+				kv = append(kv, k+"="+vs[0])
+			}
+			return strings.Join(kv, " ")
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			u, err := url.Parse(storetest.MustPostgresSchema(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustReopen(t, tt.url(u), t.TempDir(), store.DialectPostgres, nil)
+		})
+	}
+}
+
+// Replicas starting together on one fresh PostgreSQL database all migrate.
+func TestOpenPostgresConcurrent(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.MustPostgresSchema(t)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			s, err := store.Open(t.Context(), dsn, "")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if _, err := s.Events(t.Context()); err != nil {
+				t.Error(err)
+			}
+			s.Close()
+		})
+	}
+	wg.Wait()
+}
+
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, url, dataDir string
+	}{
+		// An unknown scheme; the message must not show the password.
+		{"unknown scheme", "mysql://root:s3cret@127.0.0.1/db", "x"},
+		// A bare path is ambiguous: say sqlite: or file:.
+		{"bare path", "/var/lib/rushline.db", "x"},
+		// Nothing to open.
+		{"nothing", "", ""},
+		// PostgreSQL that does not answer.
+		{"unreachable postgres", "postgres://postgres@127.0.0.1:1/test?sslmode=disable&password=s3cret", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			s, err := store.Open(ctx, tt.url, tt.dataDir)
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("error shows the password: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,394 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/store"
+	"github.com/rushline/rushline/server/store/storetest"
+)
+
+const ms = time.Millisecond
+
+func rec(id string, kind queue.RecordKind, seq int64, user string, at time.Time) queue.Record {
+	r := queue.Record{ID: id, Kind: kind, EventID: "ev1", Seq: seq, UserID: user, At: at}
+	if kind == queue.RecordAdmitted {
+		r.ExpiresAt = at.Add(5 * time.Minute)
+	}
+	return r
+}
+
+func doneRec(id string, seq int64, user string, at time.Time, seat, orderID string) queue.Record {
+	r := rec(id, queue.RecordDone, seq, user, at)
+	r.Seat, r.OrderID = seat, orderID
+	return r
+}
+
+// lifecycle is a stream in order: alice buys, bob waits, a bot is admitted
+// and expires, carol leaves while waiting.
+func lifecycle() []queue.Record {
+	return []queue.Record{
+		rec("1000-0", queue.RecordJoined, 1, "alice", t0),
+		rec("1000-1", queue.RecordJoined, 2, "bob", t0.Add(1*ms)),
+		rec("1000-2", queue.RecordJoined, 3, "VIRTUAL:bot-1", t0.Add(2*ms)),
+		rec("1000-3", queue.RecordJoined, 4, "carol", t0.Add(3*ms)),
+		rec("2000-0", queue.RecordAdmitted, 1, "alice", t0.Add(time.Second)),
+		rec("2000-1", queue.RecordAdmitted, 3, "VIRTUAL:bot-1", t0.Add(time.Second)),
+		rec("3000-0", queue.RecordLeft, 4, "carol", t0.Add(2*time.Second)),
+		doneRec("4000-0", 1, "alice", t0.Add(3*time.Second), "A-1", "order-1"),
+		rec("9000-0", queue.RecordExpired, 3, "VIRTUAL:bot-1", t0.Add(5*time.Minute)),
+	}
+}
+
+func lifecycleEntries() []store.Entry {
+	return []store.Entry{
+		{EventID: "ev1", Seq: 1, UserID: "alice", UserType: queue.UserActual, Status: queue.StatusDone,
+			StatusAt: t0.Add(3 * time.Second), JoinedAt: tp(t0), AdmittedAt: tp(t0.Add(time.Second)), FinishedAt: tp(t0.Add(3 * time.Second))},
+		{EventID: "ev1", Seq: 2, UserID: "bob", UserType: queue.UserActual, Status: queue.StatusWaiting,
+			StatusAt: t0.Add(1 * ms), JoinedAt: tp(t0.Add(1 * ms))},
+		{EventID: "ev1", Seq: 3, UserID: "VIRTUAL:bot-1", UserType: queue.UserVirtual, Status: queue.StatusExpired,
+			StatusAt: t0.Add(5 * time.Minute), JoinedAt: tp(t0.Add(2 * ms)), AdmittedAt: tp(t0.Add(time.Second)), FinishedAt: tp(t0.Add(5 * time.Minute))},
+		{EventID: "ev1", Seq: 4, UserID: "carol", UserType: queue.UserActual, Status: queue.StatusLeft,
+			StatusAt: t0.Add(2 * time.Second), JoinedAt: tp(t0.Add(3 * ms)), FinishedAt: tp(t0.Add(2 * time.Second))},
+	}
+}
+
+func lifecycleOrders() []store.Order {
+	return []store.Order{{OrderID: "order-1", EventID: "ev1", Seat: "A-1", UserID: "alice", Seq: 1, CreatedAt: t0.Add(3 * time.Second)}}
+}
+
+func mustWrite(t testing.TB, ctx context.Context, s *store.Store, recs []queue.Record) {
+	t.Helper()
+	if err := s.WriteRecords(ctx, recs); err != nil {
+		t.Fatalf("WriteRecords(%d records): %v", len(recs), err)
+	}
+}
+
+// snapshot is everything WriteRecords wrote for one event.
+type snapshot struct {
+	Entries     []store.Entry
+	Transitions map[int64][]store.Transition
+	Orders      []store.Order
+}
+
+func mustSnapshot(t *testing.T, ctx context.Context, s *store.Store, eventID string) snapshot {
+	t.Helper()
+	snap := snapshot{Transitions: map[int64][]store.Transition{}}
+	var err error
+	if snap.Entries, err = s.Entries(ctx, eventID); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range snap.Entries {
+		if snap.Transitions[e.Seq], err = s.Transitions(ctx, eventID, e.Seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if snap.Orders, err = s.Orders(ctx, eventID); err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+func mustEqual[T any](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s:\n got  %+v\n want %+v", what, got, want)
+	}
+}
+
+// transitionsOf drops the generated ids, checking they rise in list order
+// for rows of distinct times.
+func transitionsOf(t *testing.T, ts []store.Transition) []store.Transition {
+	t.Helper()
+	out := make([]store.Transition, len(ts))
+	for i, tr := range ts {
+		if tr.ID == 0 {
+			t.Fatalf("transition %d has no id", i)
+		}
+		tr.ID = 0
+		out[i] = tr
+	}
+	return out
+}
+
+func mustLifecycle(t *testing.T, ctx context.Context, s *store.Store) {
+	t.Helper()
+	snap := mustSnapshot(t, ctx, s, "ev1")
+	mustEqual(t, "entries", snap.Entries, lifecycleEntries())
+	mustEqual(t, "orders", snap.Orders, lifecycleOrders())
+	mustEqual(t, "transitions of alice", transitionsOf(t, snap.Transitions[1]), []store.Transition{
+		{StreamID: "1000-0", EventID: "ev1", Seq: 1, UserID: "alice", Status: queue.StatusWaiting, At: t0},
+		{StreamID: "2000-0", EventID: "ev1", Seq: 1, UserID: "alice", Status: queue.StatusActive, At: t0.Add(time.Second)},
+		{StreamID: "4000-0", EventID: "ev1", Seq: 1, UserID: "alice", Status: queue.StatusDone, At: t0.Add(3 * time.Second)},
+	})
+	mustEqual(t, "transitions of carol", transitionsOf(t, snap.Transitions[4]), []store.Transition{
+		{StreamID: "1000-3", EventID: "ev1", Seq: 4, UserID: "carol", Status: queue.StatusWaiting, At: t0.Add(3 * ms)},
+		{StreamID: "3000-0", EventID: "ev1", Seq: 4, UserID: "carol", Status: queue.StatusLeft, At: t0.Add(2 * time.Second)},
+	})
+	for seq, n := range map[int64]int{1: 3, 2: 1, 3: 3, 4: 2} {
+		if got := len(snap.Transitions[seq]); got != n {
+			t.Errorf("seq %d has %d transitions, want %d", seq, got, n)
+		}
+	}
+}
+
+func TestWriteRecords(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		run  func(t *testing.T, ctx context.Context, s *store.Store)
+	}{
+		// joined -> admitted -> done (with its order), left and expired, in one batch.
+		{"lifecycle in one batch", func(t *testing.T, ctx context.Context, s *store.Store) {
+			mustWrite(t, ctx, s, lifecycle())
+			mustLifecycle(t, ctx, s)
+		}},
+		// The same stream written one record per call ends in the same state.
+		{"lifecycle one record per batch", func(t *testing.T, ctx context.Context, s *store.Store) {
+			for _, r := range lifecycle() {
+				mustWrite(t, ctx, s, []queue.Record{r})
+			}
+			mustLifecycle(t, ctx, s)
+		}},
+		// Redelivering the same batch twice changes nothing, ids included.
+		{"redelivery", func(t *testing.T, ctx context.Context, s *store.Store) {
+			mustWrite(t, ctx, s, lifecycle())
+			before := mustSnapshot(t, ctx, s, "ev1")
+			mustWrite(t, ctx, s, lifecycle())
+			mustWrite(t, ctx, s, lifecycle())
+			mustEqual(t, "after redelivery", mustSnapshot(t, ctx, s, "ev1"), before)
+			mustLifecycle(t, ctx, s)
+		}},
+		// After a crash the worker re-reads from an older offset: batches overlap.
+		{"overlapping redelivery", func(t *testing.T, ctx context.Context, s *store.Store) {
+			all := lifecycle()
+			mustWrite(t, ctx, s, all[:6])
+			mustWrite(t, ctx, s, all[2:8])
+			mustWrite(t, ctx, s, all[5:])
+			mustLifecycle(t, ctx, s)
+		}},
+		// Consumers racing on the same pending batch end as one write would.
+		{"concurrent redelivery", func(t *testing.T, ctx context.Context, s *store.Store) {
+			var wg sync.WaitGroup
+			for range 4 {
+				wg.Go(func() {
+					if err := s.WriteRecords(ctx, lifecycle()); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			mustLifecycle(t, ctx, s)
+		}},
+		// A batch in reverse order ends in the latest state.
+		{"reversed batch", func(t *testing.T, ctx context.Context, s *store.Store) {
+			all := lifecycle()
+			rev := make([]queue.Record, len(all))
+			for i, r := range all {
+				rev[len(all)-1-i] = r
+			}
+			mustWrite(t, ctx, s, rev)
+			mustLifecycle(t, ctx, s)
+		}},
+		// Records older than the stored state never roll the status back;
+		// they only fill in times still missing.
+		{"out of order", func(t *testing.T, ctx context.Context, s *store.Store) {
+			all := lifecycle()
+			// alice's done and bob's join first, then the older records.
+			mustWrite(t, ctx, s, []queue.Record{all[7], all[1]})
+			mustWrite(t, ctx, s, []queue.Record{all[4], all[0]}) // admitted, joined: older than done
+			mustWrite(t, ctx, s, all[2:4])
+			// bot-1 expired before the admitted record arrives; carol left.
+			mustWrite(t, ctx, s, []queue.Record{all[8], all[6]})
+			mustWrite(t, ctx, s, []queue.Record{all[5]})
+			mustLifecycle(t, ctx, s)
+
+			// A finished state is not replaced by an older finished one.
+			mustWrite(t, ctx, s, []queue.Record{rec("3500-0", queue.RecordLeft, 1, "alice", t0.Add(2*time.Second))})
+			got, err := s.Entries(ctx, "ev1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustEqual(t, "alice after an older left", got[0], lifecycleEntries()[0])
+		}},
+		// The life cycle only moves forward, even when a server's clock made
+		// the later record look older.
+		{"clock skew", func(t *testing.T, ctx context.Context, s *store.Store) {
+			mustWrite(t, ctx, s, []queue.Record{
+				rec("1-0", queue.RecordJoined, 1, "dave", t0),
+				rec("2-0", queue.RecordAdmitted, 1, "dave", t0.Add(10*time.Second)),
+			})
+			mustWrite(t, ctx, s, []queue.Record{rec("3-0", queue.RecordExpired, 1, "dave", t0.Add(9*time.Second))})
+			got, err := s.Entries(ctx, "ev1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustEqual(t, "dave", got, []store.Entry{{
+				EventID: "ev1", Seq: 1, UserID: "dave", UserType: queue.UserActual, Status: queue.StatusExpired,
+				StatusAt: t0.Add(9 * time.Second), JoinedAt: tp(t0), AdmittedAt: tp(t0.Add(10 * time.Second)), FinishedAt: tp(t0.Add(9 * time.Second)),
+			}})
+		}},
+		// 10,000 joined records in one batch: one WAITING entry each, in seq order.
+		{"10000 joined", func(t *testing.T, ctx context.Context, s *store.Store) {
+			const n = 10000
+			recs := make([]queue.Record, n)
+			for i := range n {
+				user := fmt.Sprintf("user-%d", i)
+				if i%2 == 1 {
+					user = queue.VirtualPrefix + user
+				}
+				recs[i] = rec(fmt.Sprintf("%d-0", 1000+i), queue.RecordJoined, int64(i+1), user, t0.Add(time.Duration(i)*time.Microsecond))
+			}
+			mustWrite(t, ctx, s, recs)
+			mustWrite(t, ctx, s, recs[n-1500:]) // and a redelivered tail
+			got, err := s.Entries(ctx, "ev1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != n {
+				t.Fatalf("%d entries, want %d", len(got), n)
+			}
+			for i, e := range got {
+				at := t0.Add(time.Duration(i) * time.Microsecond)
+				want := store.Entry{EventID: "ev1", Seq: int64(i + 1), UserID: recs[i].UserID, UserType: queue.TypeOf(recs[i].UserID),
+					Status: queue.StatusWaiting, StatusAt: at, JoinedAt: tp(at)}
+				if !reflect.DeepEqual(e, want) {
+					t.Fatalf("entry %d:\n got  %+v\n want %+v", i, e, want)
+				}
+			}
+			if got[1].UserType != queue.UserVirtual || got[0].UserType != queue.UserActual {
+				t.Fatalf("user types %s, %s", got[0].UserType, got[1].UserType)
+			}
+			for _, seq := range []int64{1, n / 2, n} {
+				trs, err := s.Transitions(ctx, "ev1", seq)
+				if err != nil || len(trs) != 1 {
+					t.Fatalf("transitions of %d = %+v, %v; want one", seq, trs, err)
+				}
+			}
+		}},
+		// Records of several events in one batch stay apart.
+		{"two events", func(t *testing.T, ctx context.Context, s *store.Store) {
+			other := rec("1000-0", queue.RecordJoined, 1, "zoe", t0) // same stream id and seq, other event
+			other.EventID = "ev2"
+			mustWrite(t, ctx, s, append(lifecycle(), other))
+			mustLifecycle(t, ctx, s)
+			got, err := s.Entries(ctx, "ev2")
+			if err != nil || len(got) != 1 || got[0].UserID != "zoe" || got[0].Status != queue.StatusWaiting {
+				t.Fatalf("ev2 entries = %+v, %v", got, err)
+			}
+		}},
+		// Transitions at the same instant are listed in stream order.
+		{"equal times", func(t *testing.T, ctx context.Context, s *store.Store) {
+			mustWrite(t, ctx, s, []queue.Record{
+				rec("1-0", queue.RecordJoined, 7, "erin", t0),
+				rec("1-1", queue.RecordAdmitted, 7, "erin", t0),
+				doneRec("1-2", 7, "erin", t0, "B-2", "order-7"),
+			})
+			trs, err := s.Transitions(ctx, "ev1", 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []queue.Status
+			for _, tr := range trs {
+				got = append(got, tr.Status)
+			}
+			mustEqual(t, "statuses", got, []queue.Status{queue.StatusWaiting, queue.StatusActive, queue.StatusDone})
+			es, err := s.Entries(ctx, "ev1")
+			if err != nil || len(es) != 1 || es[0].Status != queue.StatusDone {
+				t.Fatalf("entries = %+v, %v; want one DONE", es, err)
+			}
+		}},
+		// A done record without an order id ends the entry but makes no order.
+		{"done without order", func(t *testing.T, ctx context.Context, s *store.Store) {
+			mustWrite(t, ctx, s, []queue.Record{rec("1-0", queue.RecordDone, 1, "frank", t0)})
+			orders, err := s.Orders(ctx, "ev1")
+			if err != nil || len(orders) != 0 {
+				t.Fatalf("orders = %+v, %v; want none", orders, err)
+			}
+		}},
+		// A malformed record fails the whole batch with BAD_REQUEST and writes nothing.
+		{"invalid records", func(t *testing.T, ctx context.Context, s *store.Store) {
+			for name, bad := range map[string]queue.Record{
+				"unknown kind":  {ID: "9-0", Kind: "teleported", EventID: "ev1", Seq: 9, UserID: "x", At: t0},
+				"no stream id":  {Kind: queue.RecordJoined, EventID: "ev1", Seq: 9, UserID: "x", At: t0},
+				"no event id":   {ID: "9-0", Kind: queue.RecordJoined, Seq: 9, UserID: "x", At: t0},
+				"empty records": {},
+			} {
+				err := s.WriteRecords(ctx, append(lifecycle(), bad))
+				if queue.ErrorCode(err) != queue.CodeBadRequest {
+					t.Fatalf("%s: error %v, want BAD_REQUEST", name, err)
+				}
+			}
+			if es, err := s.Entries(ctx, "ev1"); err != nil || len(es) != 0 {
+				t.Fatalf("entries = %+v, %v; want none", es, err)
+			}
+		}},
+		// Nothing to write is not an error.
+		{"empty batch", func(t *testing.T, ctx context.Context, s *store.Store) {
+			mustWrite(t, ctx, s, nil)
+		}},
+	}
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					tt.run(t, t.Context(), storetest.MustOpen(t, dialect))
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkWriteRecords writes batches of 1,000 records to SQLite, as the
+// write-behind worker would: each batch joins 400 tokens, admits 300 of
+// them, and 200 buy and 100 expire.
+func BenchmarkWriteRecords(b *testing.B) {
+	s := storetest.MustOpen(b, store.DialectSQLite)
+	ctx := b.Context()
+	const tokens = 400
+	var (
+		seq     int64
+		stream  int64
+		batches int
+	)
+	next := func(kind queue.RecordKind, seq int64, at time.Time) queue.Record {
+		stream++
+		r := rec(fmt.Sprintf("%d-0", stream), kind, seq, fmt.Sprintf("VIRTUAL:bot-%d", seq), at)
+		if kind == queue.RecordDone {
+			r.Seat, r.OrderID = fmt.Sprintf("S-%d", seq), fmt.Sprintf("order-%d", seq)
+		}
+		return r
+	}
+	batch := make([]queue.Record, 0, 1000)
+	for b.Loop() {
+		b.StopTimer()
+		batch = batch[:0]
+		at := t0.Add(time.Duration(seq) * time.Millisecond)
+		for i := range int64(tokens) {
+			batch = append(batch, next(queue.RecordJoined, seq+i+1, at))
+		}
+		for i := range int64(300) {
+			batch = append(batch, next(queue.RecordAdmitted, seq+i+1, at.Add(time.Second)))
+		}
+		for i := range int64(300) {
+			kind := queue.RecordDone
+			if i >= 200 {
+				kind = queue.RecordExpired
+			}
+			batch = append(batch, next(kind, seq+i+1, at.Add(2*time.Second)))
+		}
+		seq += tokens
+		b.StartTimer()
+		if err := s.WriteRecords(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+		batches++
+	}
+	b.ReportMetric(float64(batches*len(batch))/b.Elapsed().Seconds(), "records/s")
+}

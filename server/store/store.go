@@ -1,0 +1,284 @@
+// Package store is rushline's SQL persistence: event definitions, the audit
+// trail of queue entries, and orders, kept with gorm in SQLite (the embedded
+// default) or PostgreSQL. It is the only package that imports gorm; callers
+// see queue types and the row types declared here.
+//
+// The hot path never waits on it: WriteRecords is fed in batches by a
+// write-behind worker tailing the events' Redis streams.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"gorm.io/driver/postgres"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/rushline/rushline/server/queue"
+)
+
+// Dialect names returned by Store.Dialect.
+const (
+	DialectSQLite   = "sqlite"
+	DialectPostgres = "postgres"
+)
+
+// DefaultSQLiteFile is the database file Open creates under its data
+// directory when no database URL is given.
+const DefaultSQLiteFile = "rushline.db"
+
+// sqliteDefaults are set on every SQLite connection unless the URL names them.
+// WAL lets readers run beside the one writer; busy_timeout makes writers queue
+// instead of failing; immediate transactions take the write lock up front, so
+// a transaction never fails half-way on a lock upgrade.
+var sqliteDefaults = [][2]string{
+	{"_journal_mode", "WAL"},
+	{"_busy_timeout", "10000"},
+	{"_synchronous", "NORMAL"},
+	{"_txlock", "immediate"},
+}
+
+// migrateLockKey serialises AutoMigrate across replicas starting together on
+// one PostgreSQL database.
+const migrateLockKey = 0x72757368 // "rush"
+
+// Store keeps rushline's durable state in SQL. It is safe for concurrent use
+// by multiple goroutines.
+type Store struct {
+	db      *gorm.DB
+	dialect string
+}
+
+// Open connects to the database named by databaseURL, creating the schema if
+// needed:
+//   - "" opens the SQLite file <dataDir>/rushline.db, creating dataDir;
+//   - "postgres://…", "postgresql://…" or a key=value DSN ("host=… user=…")
+//     opens PostgreSQL;
+//   - "sqlite:PATH" (or "sqlite://PATH") opens SQLite at PATH, and a "file:"
+//     URI is handed to SQLite as it is.
+//
+// SQLite runs in WAL mode with a busy timeout. Only failed statements are
+// logged, through slog.Default, without their arguments.
+func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
+	dialect, dsn, dir, err := parseDatabaseURL(databaseURL, dataDir)
+	if err != nil {
+		return nil, err
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("store: create data directory: %w", err)
+		}
+	}
+
+	var dialector gorm.Dialector
+	switch dialect {
+	case DialectSQLite:
+		dialector = sqlite.Open(dsn)
+	default:
+		dialector = postgres.Open(dsn)
+	}
+	db, err := gorm.Open(dialector, &gorm.Config{
+		Logger:                 newQuietLogger(),
+		NowFunc:                now,
+		TranslateError:         true,
+		SkipDefaultTransaction: true,
+		// gorm.Open would ping without a context; we ping with ctx below.
+		DisableAutomaticPing: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
+	}
+	s := &Store{db: db, dialect: dialect}
+	if err := s.Ping(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("store: migrate %s: %w", dialect, err)
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	models := []any{&EventRow{}, &Entry{}, &Transition{}, &Order{}}
+	db := s.db.WithContext(ctx)
+	if s.dialect != DialectPostgres {
+		return db.AutoMigrate(models...)
+	}
+	// DDL is transactional in PostgreSQL: replicas starting at once take turns
+	// instead of racing on CREATE TABLE.
+	return db.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLockKey).Error; err != nil {
+			return err
+		}
+		return tx.AutoMigrate(models...)
+	})
+}
+
+// Close closes the database connections.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return sqlDB.Close()
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err == nil {
+		err = sqlDB.PingContext(ctx)
+	}
+	if err != nil {
+		return queue.Unavailable(fmt.Errorf("store: ping: %w", err))
+	}
+	return nil
+}
+
+// Dialect reports the database in use: DialectSQLite or DialectPostgres.
+func (s *Store) Dialect() string { return s.dialect }
+
+// parseDatabaseURL picks the dialect and driver DSN for databaseURL, and the
+// directory to create for a SQLite file ("" when there is none to create).
+func parseDatabaseURL(databaseURL, dataDir string) (dialect, dsn, dir string, err error) {
+	u := strings.TrimSpace(databaseURL)
+	switch {
+	case u == "":
+		if dataDir == "" {
+			return "", "", "", errors.New("store: neither a database URL nor a data directory given")
+		}
+		return DialectSQLite, sqliteDSN(filepath.Join(dataDir, DefaultSQLiteFile)), dataDir, nil
+	case hasPrefixFold(u, "postgres://"), hasPrefixFold(u, "postgresql://"):
+		return DialectPostgres, u, "", nil
+	case hasPrefixFold(u, "sqlite:"):
+		p := u[len("sqlite:"):]
+		if strings.HasPrefix(p, "//") {
+			p = p[2:]
+		}
+		path, _, _ := strings.Cut(p, "?")
+		if path == "" {
+			return "", "", "", errors.New("store: sqlite URL without a path")
+		}
+		return DialectSQLite, sqliteDSN(p), sqliteDir(path), nil
+	case strings.HasPrefix(u, "file:"): // as go-sqlite3 spells it
+		p := u[len("file:"):]
+		path, query, _ := strings.Cut(p, "?")
+		path = strings.TrimPrefix(path, "//")
+		if q, _ := url.ParseQuery(query); q.Get("mode") == "memory" || strings.Contains(path, ":memory:") {
+			return DialectSQLite, sqliteDSN(u), "", nil
+		}
+		return DialectSQLite, sqliteDSN(u), sqliteDir(path), nil
+	case !strings.Contains(u, "://") && strings.Contains(u, "="):
+		return DialectPostgres, u, "", nil
+	}
+	// Never echo the URL: it may hold a password.
+	scheme, _, _ := strings.Cut(u, ":")
+	if len(scheme) > 20 {
+		scheme = scheme[:20] + "…"
+	}
+	return "", "", "", fmt.Errorf("store: unsupported database URL scheme %q (want postgres://, postgresql://, a key=value DSN, sqlite:PATH or file:PATH)", scheme)
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+func sqliteDir(path string) string {
+	if path == "" || path == ":memory:" {
+		return ""
+	}
+	if d := filepath.Dir(path); d != "." {
+		return d
+	}
+	return ""
+}
+
+// sqliteDSN adds sqliteDefaults to dsn, keeping any value dsn already sets.
+func sqliteDSN(dsn string) string {
+	path, query, _ := strings.Cut(dsn, "?")
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		q = url.Values{}
+	}
+	var add []string
+	for _, kv := range sqliteDefaults {
+		if !q.Has(kv[0]) {
+			add = append(add, kv[0]+"="+kv[1])
+		}
+	}
+	if len(add) == 0 {
+		return dsn
+	}
+	if query != "" {
+		return path + "?" + query + "&" + strings.Join(add, "&")
+	}
+	return path + "?" + strings.Join(add, "&")
+}
+
+// now is gorm's clock: UTC at the microsecond precision both dialects keep.
+func now() time.Time { return utc(time.Now()) }
+
+// utc normalises a time for storage, so that both dialects store and return
+// the same instant.
+func utc(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := utc(*t)
+	return &u
+}
+
+// unavailable wraps a database failure for the caller.
+func unavailable(op string, err error) error {
+	return queue.Unavailable(fmt.Errorf("store: %s: %w", op, err))
+}
+
+// quietLogger logs failed statements only, leaving out the ones the store
+// expects and handles (duplicate keys, missing rows, cancelled contexts), and
+// never the statements' arguments. It never logs slow queries.
+type quietLogger struct {
+	logger.Interface
+}
+
+func newQuietLogger() logger.Interface {
+	return quietLogger{logger.NewSlogLogger(slog.Default().With("component", "store"), logger.Config{
+		LogLevel:                  logger.Error,
+		IgnoreRecordNotFoundError: true,
+		ParameterizedQueries:      true,
+	})}
+}
+
+func (l quietLogger) LogMode(level logger.LogLevel) logger.Interface {
+	return quietLogger{l.Interface.LogMode(level)}
+}
+
+// Trace skips the inner logger unless it has something to say: building the
+// SQL text for a 1,000-row insert only to drop it costs real time.
+func (l quietLogger) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	if err == nil ||
+		errors.Is(err, gorm.ErrDuplicatedKey) ||
+		errors.Is(err, gorm.ErrRecordNotFound) ||
+		errors.Is(err, context.Canceled) ||
+		errors.Is(err, context.DeadlineExceeded) {
+		return
+	}
+	l.Interface.Trace(ctx, begin, fc, err)
+}
+
+// ParamsFilter keeps arguments (user ids, order ids) out of the logs.
+func (quietLogger) ParamsFilter(_ context.Context, sql string, _ ...any) (string, []any) {
+	return sql, nil
+}
