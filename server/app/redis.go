@@ -18,6 +18,19 @@ import (
 // gained 10–15% over the default on a 2-core machine.
 const poolSize = 64
 
+// Retry settings: a waiting room answers 503 with Retry-After quickly while
+// Redis is away, rather than holding every request through long backoffs.
+const (
+	maxRetries      = 2
+	maxRetryBackoff = 50 * time.Millisecond
+	dialTimeout     = time.Second
+)
+
+func newClient(opt *redis.Options) *redis.Client {
+	opt.PoolSize, opt.MaxRetries, opt.MaxRetryBackoff, opt.DialTimeout = poolSize, maxRetries, maxRetryBackoff, dialTimeout
+	return redis.NewClient(opt)
+}
+
 // connectRedis returns the Redis client the config asks for and a function
 // that releases whatever was started for it. See DESIGN.md, "Embedded default".
 func connectRedis(ctx context.Context, cfg Config, log *slog.Logger) (redis.UniversalClient, string, func(), error) {
@@ -42,7 +55,7 @@ func connectRedis(ctx context.Context, cfg Config, log *slog.Logger) (redis.Univ
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("start private redis-server: %w", err)
 		}
-		rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), PoolSize: poolSize})
+		rdb := newClient(&redis.Options{Addr: p.Addr()})
 		stop := func() { _ = rdb.Close(); _ = p.Stop() }
 		return rdb, fmt.Sprintf("private redis-server on %s (AOF in %s)", p.Addr(), dir), stop, nil
 	}
@@ -68,7 +81,7 @@ func connectRedis(ctx context.Context, cfg Config, log *slog.Logger) (redis.Univ
 			}
 		}
 	}()
-	rdb := redis.NewClient(&redis.Options{Addr: m.Addr(), PoolSize: poolSize})
+	rdb := newClient(&redis.Options{Addr: m.Addr()})
 	stop := func() { tick.Stop(); close(done); _ = rdb.Close(); m.Close() }
 	return rdb, "in-process miniredis on " + m.Addr(), stop, nil
 }
@@ -81,8 +94,7 @@ func dialURL(u string) (redis.UniversalClient, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--redis-url: %w", err)
 		}
-		opt.PoolSize = poolSize
-		return redis.NewClient(opt), nil
+		return newClient(opt), nil
 	}
 	var addrs []string
 	for _, a := range strings.Split(u, ",") {
@@ -95,9 +107,10 @@ func dialURL(u string) (redis.UniversalClient, error) {
 		return nil, fmt.Errorf("--redis-url: no address in %q", u)
 	}
 	if len(addrs) == 1 {
-		return redis.NewClient(&redis.Options{Addr: addrs[0], PoolSize: poolSize}), nil
+		return newClient(&redis.Options{Addr: addrs[0]}), nil
 	}
-	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: poolSize}), nil
+	return redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, PoolSize: poolSize,
+		MaxRetries: maxRetries, MaxRetryBackoff: maxRetryBackoff, DialTimeout: dialTimeout}), nil
 }
 
 // redact hides a password in a URL for logs.

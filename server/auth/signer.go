@@ -205,15 +205,22 @@ func (c *passClaims) GetAudience() (jwt.ClaimStrings, error) {
 	return jwt.ClaimStrings{c.Audience}, nil
 }
 
-// IssuePass signs a pass for the active queue token queueToken. expiresAt is
-// cut to whole seconds, never rounded up, so a pass cannot outlive its token.
+// IssuePass signs a pass for the active queue token queueToken, valid until
+// expiresAt rounded up to a whole second (JWT's precision), so every instant of
+// an active window has a pass. Order services wanting the exact end call verify.
 func (s *Signer) IssuePass(eventID, userID, queueToken string, expiresAt time.Time) (string, error) {
 	if eventID == "" || userID == "" || queueToken == "" {
 		return "", errors.New("auth: issue pass: event id, user id and queue token must be set")
 	}
 	now := s.now()
-	exp := jwt.NewNumericDate(expiresAt)
-	if !exp.After(now) {
+	// JWT times are whole seconds: round the window's end up, so a pass exists
+	// for every instant the token is active. The live verify stays exact.
+	secs := expiresAt.Unix()
+	if expiresAt.Nanosecond() > 0 {
+		secs++
+	}
+	exp := jwt.NewNumericDate(time.Unix(secs, 0))
+	if !expiresAt.After(now) {
 		return "", fmt.Errorf("auth: issue pass: expiry %s is not after now", expiresAt.UTC().Format(time.RFC3339))
 	}
 	claims := &passClaims{

@@ -493,7 +493,7 @@ func TestPassRoundTrip(t *testing.T) {
 		UserID:     "u_ALICE",
 		QueueToken: "qt-123",
 		IssuedAt:   testNow,
-		ExpiresAt:  testNow.Add(5 * time.Minute), // cut, never rounded up
+		ExpiresAt:  testNow.Add(5*time.Minute + time.Second), // rounded up to a whole second
 	}
 	if got != want {
 		t.Errorf("ParsePass = %+v, want %+v", got, want)
@@ -532,8 +532,8 @@ func TestIssuePassRejects(t *testing.T) {
 		{"no queue token", "ev", "u_A", "", testNow.Add(time.Minute)},
 		// A pass that is born expired.
 		{"expired", "ev", "u_A", "qt", testNow.Add(-time.Second)},
-		// Less than a second left is cut to now.
-		{"under a second", "ev", "u_A", "qt", testNow.Add(500 * time.Millisecond)},
+		// The window ends exactly now.
+		{"ends now", "ev", "u_A", "qt", testNow},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -760,5 +760,18 @@ func BenchmarkEqual(b *testing.B) {
 	presented := newKey()
 	for b.Loop() {
 		Equal(presented, key)
+	}
+}
+
+func TestPassInLastPartialSecond(t *testing.T) {
+	s := MustSigner(t)
+	// Half a second of the active window is left: the pass rounds up to the next whole second.
+	tok, err := s.IssuePass("ev", "u_A", "qt", testNow.Add(500*time.Millisecond))
+	if err != nil {
+		t.Fatalf("IssuePass with 500ms left: %v", err)
+	}
+	p, err := s.ParsePass(tok, "ev")
+	if err != nil || !p.ExpiresAt.Equal(testNow.Add(time.Second)) {
+		t.Fatalf("ParsePass = %+v, %v; want expiry %v", p, err, testNow.Add(time.Second))
 	}
 }

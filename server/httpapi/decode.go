@@ -54,7 +54,8 @@ func decode(c *gin.Context, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return badRequest("%s", describe(err))
 	}
-	if dec.More() {
+	// More() misses a stray '}' or ']'; b is trimmed, so the object must end it.
+	if dec.InputOffset() != int64(len(b)) {
 		return badRequest("the request body must hold one JSON object")
 	}
 	return nil

@@ -39,7 +39,7 @@ type eventJSON struct {
 }
 
 func (s *Server) listEvents(c *gin.Context) {
-	events, err := s.Engine.Events(c)
+	events, err := s.Engine.Events(c.Request.Context())
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -51,12 +51,12 @@ func (s *Server) listEvents(c *gin.Context) {
 }
 
 func (s *Server) getEvent(c *gin.Context) {
-	ev, err := s.Engine.Event(c, c.Param("event"))
+	ev, err := s.Engine.Event(c.Request.Context(), c.Param("event"))
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	st, err := s.Engine.Stats(c, ev)
+	st, err := s.Engine.Stats(c.Request.Context(), ev)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -123,7 +123,7 @@ func (s *Server) createEvent(c *gin.Context) {
 		ev.OpensAt = &t
 	}
 	f.apply(&ev)
-	ev, err := s.Catalog.Create(c, ev)
+	ev, err := s.Catalog.Create(c.Request.Context(), ev)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -141,6 +141,15 @@ func (s *Server) patchEvent(c *gin.Context) {
 		s.fail(c, badRequest("only capacity, admit_batch, admit_interval_ms, active_ttl_s, policy, max_tps and closes_at can change"))
 		return
 	}
+	// A value no event could take is a 400 even for an unknown event (400
+	// outranks 404): check the change on the most permissive valid event.
+	probe := queue.Event{ID: "probe", Seats: 1, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 50, ActiveTTLS: 1,
+		Policy: queue.PolicyCapacity, MaxTPS: 1}
+	f.apply(&probe)
+	if err := probe.Validate(s.Engine.Now()); err != nil {
+		s.fail(c, err)
+		return
+	}
 	s.update(c, f.apply)
 }
 
@@ -151,7 +160,7 @@ func (s *Server) setPaused(paused bool) gin.HandlerFunc {
 }
 
 func (s *Server) update(c *gin.Context, change func(*queue.Event)) {
-	ev, err := s.Catalog.Update(c, c.Param("event"), change)
+	ev, err := s.Catalog.Update(c.Request.Context(), c.Param("event"), change)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -171,11 +180,11 @@ func (s *Server) reportLoad(c *gin.Context) {
 		s.fail(c, badRequest("tps must be a number from 0 to 1e9"))
 		return
 	}
-	if _, err := s.Engine.Event(c, c.Param("event")); err != nil {
+	if _, err := s.Engine.Event(c.Request.Context(), c.Param("event")); err != nil {
 		s.fail(c, err)
 		return
 	}
-	if err := s.Engine.ReportLoad(c, c.Param("event"), *req.TPS); err != nil {
+	if err := s.Engine.ReportLoad(c.Request.Context(), c.Param("event"), *req.TPS); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -272,7 +281,7 @@ func (s *Server) join(c *gin.Context) {
 			userID += uuid.NewString()
 		}
 	}
-	en, created, err := s.Engine.Join(c, c.Param("event"), userID)
+	en, created, err := s.Engine.Join(c.Request.Context(), c.Param("event"), userID)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -290,7 +299,7 @@ func (s *Server) join(c *gin.Context) {
 }
 
 func (s *Server) status(c *gin.Context) {
-	en, err := s.Engine.Status(c, c.Param("event"), c.Param("token"))
+	en, err := s.Engine.Status(c.Request.Context(), c.Param("event"), c.Param("token"))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -309,7 +318,7 @@ func (s *Server) leave(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if err := s.Engine.Leave(c, c.Param("event"), c.Param("token"), actor); err != nil {
+	if err := s.Engine.Leave(c.Request.Context(), c.Param("event"), c.Param("token"), actor); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -333,7 +342,7 @@ func (s *Server) verify(c *gin.Context) {
 		s.fail(c, badRequest("token and user_id are required"))
 		return
 	}
-	en, err := s.Engine.Verify(c, c.Param("event"), *req.Token, queue.Actor{UserID: *req.UserID})
+	en, err := s.Engine.Verify(c.Request.Context(), c.Param("event"), *req.Token, queue.Actor{UserID: *req.UserID})
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -347,12 +356,12 @@ func (s *Server) seats(c *gin.Context) {
 		s.fail(c, queue.Errorf(queue.CodeUnauthenticated, "the seat map needs an X-Queue-Token header with an active token"))
 		return
 	}
-	ev, err := s.Engine.Event(c, c.Param("event"))
+	ev, err := s.Engine.Event(c.Request.Context(), c.Param("event"))
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	seats, err := s.Engine.Seats(c, ev, tok)
+	seats, err := s.Engine.Seats(c.Request.Context(), ev, tok)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -378,12 +387,12 @@ func (s *Server) order(c *gin.Context) {
 		s.fail(c, badRequest("token and seat are required"))
 		return
 	}
-	ev, err := s.Engine.Event(c, c.Param("event"))
+	ev, err := s.Engine.Event(c.Request.Context(), c.Param("event"))
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	o, err := s.Engine.Order(c, ev, *req.Token, *req.Seat, actor)
+	o, err := s.Engine.Order(c.Request.Context(), ev, *req.Token, *req.Seat, actor)
 	if err != nil {
 		s.fail(c, err)
 		return

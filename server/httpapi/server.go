@@ -109,7 +109,7 @@ func (s *Server) noRoute(c *gin.Context) {
 	if f, err := fs.Stat(s.Web, name); name == "" || err != nil || f.IsDir() {
 		name = "index.html"
 	}
-	c.FileFromFS(name, http.FS(s.Web))
+	http.ServeFileFS(c.Writer, c.Request, s.Web, name)
 }
 
 // recover turns a panic into a 500 in the API shape, with no stack in the body.

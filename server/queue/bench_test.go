@@ -3,9 +3,13 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rushline/rushline/server/queue"
 )
@@ -82,4 +86,53 @@ func BenchmarkTick(b *testing.B) {
 		clk.Advance(100 * time.Millisecond)
 	}
 	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "promotions/s")
+}
+
+// BenchmarkMemoryPerWaitingUser reports Redis memory per waiting user after
+// 100,000 real joins (waiting set, counters and stream record included).
+func BenchmarkMemoryPerWaitingUser(b *testing.B) {
+	const users = 100_000
+	for range b.N {
+		b.StopTimer()
+		eng, _, rdb := MustEngine(b)
+		ev := MustEvent(b, eng, "bench-mem", func(e *queue.Event) { e.Paused = true })
+		ctx := context.Background()
+		before := usedMemory(b, rdb)
+		b.StartTimer()
+		sem := make(chan struct{}, 64)
+		for i := range users {
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				if _, _, err := eng.Join(ctx, ev.ID, fmt.Sprintf("VIRTUAL:%08d-0000-4000-8000-000000000000", i)); err != nil {
+					b.Error(err)
+				}
+			}()
+		}
+		for range cap(sem) {
+			sem <- struct{}{}
+		}
+		b.StopTimer()
+		withStream := usedMemory(b, rdb)
+		rdb.Del(ctx, queue.Keys(ev.ID)[8])
+		queueOnly := usedMemory(b, rdb)
+		b.ReportMetric(float64(withStream-before)/users, "B/user")
+		b.ReportMetric(float64(queueOnly-before)/users, "B/user-without-stream")
+	}
+}
+
+func usedMemory(tb testing.TB, rdb *redis.Client) int64 {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "memory").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	tb.Fatal("no used_memory in INFO")
+	return 0
 }

@@ -389,13 +389,22 @@ func (e *Engine) Join(ctx context.Context, eventID, userID string) (Entry, bool,
 	}
 }
 
-// open decodes a token of eventID or fails with CodeTokenNotFound.
-func (e *Engine) open(eventID, token string) (int64, string, error) {
+// open decodes a token of eventID. A token that does not open is
+// TOKEN_NOT_FOUND, or EVENT_NOT_FOUND when the event itself is unknown (an
+// unknown event outranks an unknown token); only that error path asks Redis.
+func (e *Engine) open(ctx context.Context, eventID, token string) (int64, string, error) {
 	seq, user, ok := e.tokens.Open(eventID, token)
-	if !ok {
-		return 0, "", Errorf(CodeTokenNotFound, "no such queue token in event %q", eventID)
+	if ok {
+		return seq, user, nil
 	}
-	return seq, user, nil
+	n, err := e.rdb.Exists(ctx, Keys(eventID)[keyCfg]).Result()
+	if err != nil {
+		return 0, "", storeErr(ctx, err)
+	}
+	if n == 0 {
+		return 0, "", lookupErr(string(CodeEventNotFound), eventID)
+	}
+	return 0, "", lookupErr(string(CodeTokenNotFound), eventID)
 }
 
 // lookupErr turns a script's not-found reply into a coded error.
@@ -408,7 +417,7 @@ func lookupErr(code, eventID string) error {
 
 // Status returns the current state of a token.
 func (e *Engine) Status(ctx context.Context, eventID, token string) (Entry, error) {
-	seq, user, err := e.open(eventID, token)
+	seq, user, err := e.open(ctx, eventID, token)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -447,7 +456,7 @@ func (e *Engine) Verify(ctx context.Context, eventID, token string, actor Actor)
 // Leave frees the place or active slot of token; later users move up.
 // Leaving a finished attempt succeeds again without change.
 func (e *Engine) Leave(ctx context.Context, eventID, token string, actor Actor) error {
-	seq, user, err := e.open(eventID, token)
+	seq, user, err := e.open(ctx, eventID, token)
 	if err != nil {
 		return err
 	}
@@ -481,7 +490,7 @@ func newID(prefix string) string {
 // Order sells seat to the holder of an active token, atomically: the seat is
 // never sold twice, and the token becomes DONE and frees its active slot.
 func (e *Engine) Order(ctx context.Context, ev Event, token, seat string, actor Actor) (Order, error) {
-	seq, user, err := e.open(ev.ID, token)
+	seq, user, err := e.open(ctx, ev.ID, token)
 	if err != nil {
 		return Order{}, err
 	}

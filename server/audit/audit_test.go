@@ -1,0 +1,83 @@
+package audit_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/rushline/rushline/server/audit"
+	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/redisproc/redistest"
+	"github.com/rushline/rushline/server/store"
+	"github.com/rushline/rushline/server/store/storetest"
+)
+
+// flaky fails every write while down is set.
+type flaky struct {
+	*store.Store
+	down atomic.Bool
+}
+
+func (f *flaky) WriteRecords(ctx context.Context, recs []queue.Record) error {
+	if f.down.Load() {
+		return errors.New("database away")
+	}
+	return f.Store.WriteRecords(ctx, recs)
+}
+
+func TestWriteBehindSurvivesOutage(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := context.Background()
+			eng := queue.New(redistest.MustClient(t, redistest.MustStart(t).Addr()), []byte("k"))
+			db := &flaky{Store: storetest.MustOpen(t, dialect)}
+			ev := queue.Event{ID: "audited", Seats: 5, Capacity: 2, AdmitBatch: 1, AdmitIntervalMS: 100, ActiveTTLS: 60, Policy: queue.PolicyCapacity}
+			if err := eng.CreateEvent(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+			w := audit.New(eng, db, "replica-a", nil)
+			db.down.Store(true)
+			for i := range 10 {
+				if _, _, err := eng.Join(ctx, ev.ID, fmt.Sprintf("u_%d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// While SQL is away the records stay in the stream, unacknowledged.
+			if n, err := w.Round(ctx); err == nil || n != 0 {
+				t.Fatalf("round while down: %d, %v", n, err)
+			}
+			db.down.Store(false)
+			written := 0
+			for range 5 {
+				n, err := w.Round(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				written += n
+			}
+			// 10 joined + 2 admitted records, each written once.
+			if written != 12 {
+				t.Fatalf("wrote %d records, want 12", written)
+			}
+			entries, err := db.Entries(ctx, ev.ID)
+			if err != nil || len(entries) != 10 {
+				t.Fatalf("%d entries, %v", len(entries), err)
+			}
+			active := 0
+			for _, e := range entries {
+				if e.Status == "ACTIVE" {
+					active++
+				}
+			}
+			if active != 2 {
+				t.Fatalf("%d ACTIVE entries, want 2", active)
+			}
+			// A second replica finds nothing left to claim or write.
+			if n, err := audit.New(eng, db, "replica-b", nil).Round(ctx); err != nil || n != 0 {
+				t.Fatalf("second replica wrote %d, %v", n, err)
+			}
+		})
+	}
+}
