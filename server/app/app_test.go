@@ -182,6 +182,11 @@ func TestEndToEnd(t *testing.T) {
 		name string
 		cfg  func(t *testing.T) app.Config
 	}{
+		// Exactly what `make run` does: nothing configured, data in ./data.
+		{"zero config", func(t *testing.T) app.Config {
+			t.Chdir(t.TempDir())
+			return app.Config{DataDir: "./data"}
+		}},
 		// The embedded default with redis-server on PATH: a private child process.
 		{"embedded redis-server", func(t *testing.T) app.Config { return app.Config{Embedded: "redis-server"} }},
 		// The embedded fallback without redis-server: in-process miniredis.
@@ -194,7 +199,9 @@ func TestEndToEnd(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := tc.cfg(t)
-			cfg.DataDir = t.TempDir()
+			if cfg.DataDir == "" {
+				cfg.DataDir = t.TempDir()
+			}
 			srv, c := MustStartServer(t, cfg)
 			walk(t, srv, c)
 			entries := MustAudit(t, cfg.DataDir, "e2e", 3)

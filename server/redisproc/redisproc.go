@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,8 +132,14 @@ func start(ctx context.Context, o Options, pickPort func(cluster bool) (int, err
 			return nil, fmt.Errorf("redisproc: %w", err)
 		}
 		p.ownsDir = true
-	} else if err := os.MkdirAll(p.dir, 0o755); err != nil {
-		return nil, fmt.Errorf("redisproc: %w", err)
+	} else {
+		// The child runs in its dir, so a relative dir would not resolve there.
+		if p.dir, err = filepath.Abs(p.dir); err != nil {
+			return nil, fmt.Errorf("redisproc: %w", err)
+		}
+		if err := os.MkdirAll(p.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("redisproc: %w", err)
+		}
 	}
 
 	ctx, cancel := withDefaultTimeout(ctx, DefaultStartTimeout)

@@ -381,3 +381,20 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// A relative data dir (the server's default is ./data) works with AOF on,
+// although the child runs inside that dir.
+func TestRelativeDir(t *testing.T) {
+	t.Chdir(t.TempDir())
+	p, err := redisproc.Start(context.Background(), redisproc.Options{Dir: "data/redis", AppendOnly: true})
+	if err != nil {
+		t.Fatalf("start with a relative dir: %v", err)
+	}
+	defer p.Stop()
+	if !filepath.IsAbs(p.Dir()) {
+		t.Fatalf("Dir() = %q, want absolute", p.Dir())
+	}
+	if _, err := os.Stat(filepath.Join("data", "redis")); err != nil {
+		t.Fatalf("relative dir not made: %v", err)
+	}
+}
