@@ -25,6 +25,7 @@ import (
 	"github.com/rushline/rushline/server/auth"
 	"github.com/rushline/rushline/server/httpapi"
 	"github.com/rushline/rushline/server/metrics"
+	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/store"
 )
@@ -125,19 +126,26 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		log.Info("mirrored stored events into Redis", "events", n)
 	}
 
+	tails := tailClient(rdb)
+	cleanups = append(cleanups, func() { _ = tails.Close() })
+	hub := push.New(queue.New(tails, tokenKey(keys.JWTSecret)), push.WithObserver(m), push.WithLogger(log))
+	cleanups = append(cleanups, hub.Close)
+
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
 	api := httpapi.New(httpapi.Deps{
-		Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Logger: log, Web: cfg.Web,
+		Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
 		TrustProxy: cfg.TrustProxy,
 		Ready: func(ctx context.Context) error {
 			return errors.Join(rdb.Ping(ctx).Err(), db.Ping(ctx))
 		},
 	})
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Open streams end at shutdown, so it need not wait them out.
+	srv.RegisterOnShutdown(hub.Close)
 
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup

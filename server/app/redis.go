@@ -120,3 +120,23 @@ func redact(u string) string {
 	}
 	return u
 }
+
+// tailPoolSize is the push hub's own pool: each event with subscribers holds
+// one connection in a blocking stream read and uses another for its tick.
+const tailPoolSize = 256
+
+// tailClient returns a client on the same Redis as rdb, with a pool of its own
+// for the push hub's blocking reads, so they never starve the API's pool.
+func tailClient(rdb redis.UniversalClient) redis.UniversalClient {
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		o := *c.Options()
+		o.PoolSize = tailPoolSize
+		return redis.NewClusterClient(&o)
+	case *redis.Client:
+		o := *c.Options()
+		o.PoolSize = tailPoolSize
+		return redis.NewClient(&o)
+	}
+	return rdb
+}

@@ -205,10 +205,12 @@ func (c *passClaims) GetAudience() (jwt.ClaimStrings, error) {
 	return jwt.ClaimStrings{c.Audience}, nil
 }
 
-// IssuePass signs a pass for the active queue token queueToken, valid until
-// expiresAt rounded up to a whole second (JWT's precision), so every instant of
-// an active window has a pass. Order services wanting the exact end call verify.
-func (s *Signer) IssuePass(eventID, userID, queueToken string, expiresAt time.Time) (string, error) {
+// IssuePass signs a pass for the active queue token queueToken, issued at
+// admittedAt and valid until expiresAt rounded up to a whole second (JWT's
+// precision), so every instant of an active window has a pass. Equal inputs
+// give the identical pass, so a reconnecting client gets the same one. Order
+// services wanting the exact end call verify.
+func (s *Signer) IssuePass(eventID, userID, queueToken string, admittedAt, expiresAt time.Time) (string, error) {
 	if eventID == "" || userID == "" || queueToken == "" {
 		return "", errors.New("auth: issue pass: event id, user id and queue token must be set")
 	}
@@ -229,7 +231,7 @@ func (s *Signer) IssuePass(eventID, userID, queueToken string, expiresAt time.Ti
 		Audience:  eventID,
 		Subject:   userID,
 		ID:        queueToken,
-		IssuedAt:  jwt.NewNumericDate(now),
+		IssuedAt:  jwt.NewNumericDate(admittedAt),
 		ExpiresAt: exp,
 	}
 	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.passKey)

@@ -47,7 +47,7 @@ func MustIssueSession(tb testing.TB, s *Signer, userID, nickname string) string 
 // MustIssuePass issues a pass or fails the test.
 func MustIssuePass(tb testing.TB, s *Signer, eventID, userID, queueToken string, exp time.Time) string {
 	tb.Helper()
-	tok, err := s.IssuePass(eventID, userID, queueToken, exp)
+	tok, err := s.IssuePass(eventID, userID, queueToken, testNow, exp)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -537,7 +537,7 @@ func TestIssuePassRejects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if tok, err := s.IssuePass(tc.eventID, tc.userID, tc.token, tc.exp); err == nil {
+			if tok, err := s.IssuePass(tc.eventID, tc.userID, tc.token, testNow, tc.exp); err == nil {
 				t.Fatalf("issued %q", tok)
 			}
 		})
@@ -727,7 +727,7 @@ func BenchmarkIssuePass(b *testing.B) {
 	exp := testNow.Add(5 * time.Minute)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := s.IssuePass("concert-1", "u_ALICE", "0b9f3c1e-6f1f-4a43-9d4e-2f3b5c6d7e8f", exp); err != nil {
+		if _, err := s.IssuePass("concert-1", "u_ALICE", "0b9f3c1e-6f1f-4a43-9d4e-2f3b5c6d7e8f", testNow, exp); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -766,12 +766,26 @@ func BenchmarkEqual(b *testing.B) {
 func TestPassInLastPartialSecond(t *testing.T) {
 	s := MustSigner(t)
 	// Half a second of the active window is left: the pass rounds up to the next whole second.
-	tok, err := s.IssuePass("ev", "u_A", "qt", testNow.Add(500*time.Millisecond))
+	tok, err := s.IssuePass("ev", "u_A", "qt", testNow, testNow.Add(500*time.Millisecond))
 	if err != nil {
 		t.Fatalf("IssuePass with 500ms left: %v", err)
 	}
 	p, err := s.ParsePass(tok, "ev")
 	if err != nil || !p.ExpiresAt.Equal(testNow.Add(time.Second)) {
 		t.Fatalf("ParsePass = %+v, %v; want expiry %v", p, err, testNow.Add(time.Second))
+	}
+}
+
+func TestPassIsDeterministic(t *testing.T) {
+	s := MustSigner(t)
+	admitted, exp := testNow.Add(-10*time.Second), testNow.Add(time.Minute)
+	a, errA := s.IssuePass("ev", "u_A", "qt", admitted, exp)
+	b, errB := s.IssuePass("ev", "u_A", "qt", admitted, exp)
+	if errA != nil || errB != nil || a != b {
+		t.Fatalf("two passes for one admission differ: %v %v", errA, errB)
+	}
+	p, err := s.ParsePass(a, "ev")
+	if err != nil || !p.IssuedAt.Equal(admitted) {
+		t.Fatalf("iat = %v (%v), want the admission time %v", p.IssuedAt, err, admitted)
 	}
 }

@@ -216,7 +216,7 @@ func (s *Server) entryBody(eventID string, en queue.Entry, withIdentity bool) (e
 		eta := int64(en.ETA / time.Second)
 		b.Position, b.ETASeconds = en.Position, &eta
 	case queue.StatusActive:
-		pass, err := s.Signer.IssuePass(eventID, en.UserID, en.Token, en.ExpiresAt)
+		pass, err := s.Signer.IssuePass(eventID, en.UserID, en.Token, en.AdmittedAt, en.ExpiresAt)
 		if err != nil {
 			return b, err
 		}

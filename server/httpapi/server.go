@@ -18,6 +18,7 @@ import (
 	"github.com/rushline/rushline/docs"
 	"github.com/rushline/rushline/server/auth"
 	"github.com/rushline/rushline/server/metrics"
+	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
 )
 
@@ -28,7 +29,9 @@ type Deps struct {
 	Signer  *auth.Signer
 	Keys    auth.Keys
 	Metrics *metrics.Metrics
-	Logger  *slog.Logger
+	// Push delivers places and admissions to SSE streams.
+	Push   *push.Hub
+	Logger *slog.Logger
 	// Ready reports whether Redis and the database answer.
 	Ready func(ctx context.Context) error
 	// Web, when set, is served at / (index.html for unknown non-API paths).
@@ -78,6 +81,7 @@ func New(d Deps) *Server {
 	v1.POST("/events/:event/queue", s.join)
 	v1.GET("/events/:event/queue/:token", s.status)
 	v1.DELETE("/events/:event/queue/:token", s.leave)
+	v1.GET("/events/:event/queue/:token/stream", s.stream)
 	v1.POST("/events/:event/verify", s.verify)
 	v1.GET("/events/:event/seats", s.seats)
 	v1.POST("/events/:event/orders", s.order)

@@ -21,10 +21,13 @@ type Metrics struct {
 	Errors        *prometheus.CounterVec
 	Promotions    *prometheus.CounterVec
 	PromotionTick prometheus.Histogram
-	ExpiredTotal  *prometheus.CounterVec
-	AdmitRoom     *prometheus.GaugeVec
-	AdmitLoad     *prometheus.GaugeVec
-	SSE           *prometheus.GaugeVec
+	// PromotionLatency is admission decision → admitted message written to the client.
+	PromotionLatency prometheus.Histogram
+	StreamLag        *prometheus.GaugeVec
+	ExpiredTotal     *prometheus.CounterVec
+	AdmitRoom        *prometheus.GaugeVec
+	AdmitLoad        *prometheus.GaugeVec
+	SSE              *prometheus.GaugeVec
 }
 
 // Latency buckets from 100 µs to 10 s.
@@ -47,8 +50,14 @@ func New() *Metrics {
 			Name: "rushline_promotions_total", Help: "Tokens promoted from waiting to active by this replica's ticker.",
 		}, []string{"event"}),
 		PromotionTick: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "rushline_promotion_latency_seconds", Help: "Time to run one admission tick (decision to promotion recorded).", Buckets: buckets,
+			Name: "rushline_admission_tick_seconds", Help: "Time to run one admission tick.", Buckets: buckets,
 		}),
+		PromotionLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "rushline_promotion_latency_seconds", Help: "Admission decision to the admitted message written to the client's stream.", Buckets: buckets,
+		}),
+		StreamLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rushline_stream_lag_seconds", Help: "Decision time of the newest stream record to this replica reading it.",
+		}, []string{"event"}),
 		ExpiredTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rushline_expired_total", Help: "Active windows that ran out.",
 		}, []string{"event"}),
@@ -62,7 +71,7 @@ func New() *Metrics {
 			Name: "rushline_sse_connections", Help: "Open Server-Sent Events streams.",
 		}, []string{"event"}),
 	}
-	m.Registry.MustRegister(m.HTTP, m.Redis, m.Errors, m.Promotions, m.PromotionTick, m.ExpiredTotal, m.AdmitRoom, m.AdmitLoad, m.SSE,
+	m.Registry.MustRegister(m.HTTP, m.Redis, m.Errors, m.Promotions, m.PromotionTick, m.PromotionLatency, m.StreamLag, m.ExpiredTotal, m.AdmitRoom, m.AdmitLoad, m.SSE,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -73,6 +82,11 @@ func (m *Metrics) Ticked(eventID string, res queue.TickResult, took time.Duratio
 	m.PromotionTick.Observe(took.Seconds())
 	m.AdmitRoom.WithLabelValues(eventID).Set(float64(res.Room))
 	m.AdmitLoad.WithLabelValues(eventID).Set(res.Load)
+}
+
+// Lag records how far behind the stream this replica reads; it implements push.Observer.
+func (m *Metrics) Lag(eventID string, d time.Duration) {
+	m.StreamLag.WithLabelValues(eventID).Set(d.Seconds())
 }
 
 // Expired records ended active windows; it implements admission.Observer.

@@ -45,6 +45,8 @@ var (
 	luaTick string
 	//go:embed lua/put_event.lua
 	luaPutEvent string
+	//go:embed lua/rank.lua
+	luaRank string
 )
 
 func script(body string) *redis.Script { return redis.NewScript(luaLib + body) }
@@ -57,6 +59,7 @@ var (
 	scriptExpire   = script(luaExpire)
 	scriptTick     = script(luaTick)
 	scriptPutEvent = script(luaPutEvent)
+	scriptRank     = script(luaRank)
 )
 
 // Keys returns the Redis keys of one event in the order every script expects
@@ -166,7 +169,8 @@ type Entry struct {
 	Waiting int64
 	// ETA estimates the wait from the measured promotion rate.
 	ETA time.Duration
-	// ExpiresAt is set while ACTIVE.
+	// AdmittedAt and ExpiresAt are set while ACTIVE.
+	AdmittedAt    time.Time
 	ExpiresAt     time.Time
 	AdmittedTotal int64
 }
@@ -338,17 +342,18 @@ func toInt(v any) int64 {
 }
 
 // fill sets the status-dependent fields of en from a script's
-// {status, detail, waiting, admitted, rate, batch, interval} tail.
+// {status, detail, waiting, admitted at, admitted, rate, batch, interval} tail.
 func fill(en *Entry, r []any) {
 	en.Status = Status(r[0].(string))
 	detail := toInt(r[1])
 	en.Waiting = toInt(r[2])
-	en.AdmittedTotal = toInt(r[3])
+	en.AdmittedTotal = toInt(r[4])
 	switch en.Status {
 	case StatusWaiting:
 		en.Position = detail
-		en.ETA = eta(detail, toInt(r[4]), toInt(r[5]), toInt(r[6]))
+		en.ETA = eta(detail, toInt(r[5]), toInt(r[6]), toInt(r[7]))
 	case StatusActive:
+		en.AdmittedAt = time.UnixMilli(toInt(r[3])).UTC()
 		en.ExpiresAt = time.UnixMilli(detail).UTC()
 	}
 }

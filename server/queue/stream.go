@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,15 +24,16 @@ func parseRecord(eventID string, m redis.XMessage) Record {
 	}
 	seq, _ := strconv.ParseInt(str("q"), 10, 64)
 	return Record{
-		ID:        m.ID,
-		Kind:      RecordKind(str("k")),
-		EventID:   eventID,
-		Seq:       seq,
-		UserID:    str("u"),
-		At:        ms("t"),
-		ExpiresAt: ms("x"),
-		Seat:      str("seat"),
-		OrderID:   str("o"),
+		ID:         m.ID,
+		Kind:       RecordKind(str("k")),
+		EventID:    eventID,
+		Seq:        seq,
+		UserID:     str("u"),
+		At:         ms("t"),
+		ExpiresAt:  ms("x"),
+		Seat:       str("seat"),
+		OrderID:    str("o"),
+		WasWaiting: str("w") == "1",
 	}
 }
 
@@ -107,4 +109,95 @@ func (e *Engine) Records(ctx context.Context, eventID, after string, count int64
 		return nil, fmt.Errorf("queue: records %s: %w", eventID, storeErr(ctx, err))
 	}
 	return parseRecords(eventID, ms), nil
+}
+
+// Tail returns up to count records of eventID after id, waiting up to block
+// for the first one; none (and no error) when block passes quietly. Each
+// call holds a connection for up to block: give tails a pool of their own.
+func (e *Engine) Tail(ctx context.Context, eventID, after string, count int64, block time.Duration) ([]Record, error) {
+	res, err := e.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{Keys(eventID)[keyStream], after}, Count: count, Block: block}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: tail %s: %w", eventID, storeErr(ctx, err))
+	}
+	if len(res) == 0 {
+		return nil, nil
+	}
+	return parseRecords(eventID, res[0].Messages), nil
+}
+
+// LastRecordID returns the id of the newest record of eventID ("0-0" if none).
+func (e *Engine) LastRecordID(ctx context.Context, eventID string) (string, error) {
+	ms, err := e.rdb.XRevRangeN(ctx, Keys(eventID)[keyStream], "+", "-", 1).Result()
+	if err != nil {
+		return "", fmt.Errorf("queue: last record %s: %w", eventID, storeErr(ctx, err))
+	}
+	if len(ms) == 0 {
+		return "0-0", nil
+	}
+	return ms[0].ID, nil
+}
+
+// Attempt names one waiting attempt to rank.
+type Attempt struct {
+	UserID string
+	Seq    int64
+}
+
+// Progress is what a push tick reads for one event: the figures every
+// subscriber derives its place from, and exact places for a few attempts.
+type Progress struct {
+	// AsOf is the stream id all figures are exact at.
+	AsOf          string
+	Waiting       int64
+	AdmittedTotal int64
+	rateMilli     int64
+	batch         int64
+	intervalMS    int64
+	// Ranks are 1-based positions of the attempts asked for, -1 when not waiting.
+	Ranks []int64
+}
+
+// ETA estimates the wait at position from the progress figures.
+func (p Progress) ETA(position int64) time.Duration {
+	return eta(position, p.rateMilli, p.batch, p.intervalMS)
+}
+
+// Progress reads eventID's progress figures and the exact places of attempts,
+// in one round trip.
+func (e *Engine) Progress(ctx context.Context, eventID string, attempts []Attempt) (Progress, error) {
+	args := make([]any, 0, 2*len(attempts))
+	for _, a := range attempts {
+		args = append(args, a.UserID, a.Seq)
+	}
+	r, err := e.run(ctx, scriptRank, eventID, args...)
+	if err != nil {
+		return Progress{}, fmt.Errorf("queue: progress %s: %w", eventID, err)
+	}
+	p := Progress{AsOf: r[0].(string), Waiting: toInt(r[1]), AdmittedTotal: toInt(r[2]),
+		rateMilli: toInt(r[3]), batch: toInt(r[4]), intervalMS: toInt(r[5])}
+	p.Ranks = make([]int64, 0, len(attempts))
+	for _, v := range r[6:] {
+		p.Ranks = append(p.Ranks, toInt(v))
+	}
+	return p, nil
+}
+
+// CompareIDs orders two stream ids ("ms-seq"): -1, 0 or +1.
+func CompareIDs(a, b string) int {
+	am, as := splitID(a)
+	bm, bs := splitID(b)
+	if c := cmp.Compare(am, bm); c != 0 {
+		return c
+	}
+	return cmp.Compare(as, bs)
+}
+
+func splitID(id string) (uint64, uint64) {
+	ms, seq, _ := strings.Cut(id, "-")
+	m, _ := strconv.ParseUint(ms, 10, 64)
+	s, _ := strconv.ParseUint(seq, 10, 64)
+	return m, s
 }

@@ -117,4 +117,6 @@ type Record struct {
 	// Seat and OrderID are set on done records.
 	Seat    string
 	OrderID string
+	// WasWaiting is set on left records that gave up a place in line.
+	WasWaiting bool
 }

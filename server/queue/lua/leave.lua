@@ -2,7 +2,8 @@
 -- KEYS and ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id, ARGV[4] seq, ARGV[5] "1" when the caller owns the token
 -- Returns {'OK', previous status} or an error code with nothing changed.
--- Leaving a finished attempt changes nothing and answers OK again.
+-- Leaving a finished attempt changes nothing and answers OK again. A left
+-- record carries w=1 when a waiting place was given up (later users move up).
 if redis.call('EXISTS', K_CFG) == 0 then
   return {'EVENT_NOT_FOUND'}
 end
@@ -18,7 +19,7 @@ if st == 'WAITING' then
   redis.call('ZREM', K_W, user)
   redis.call('HSET', K_F, seq, 'L')
   redis.call('HINCRBY', K_N, 'left', 1)
-  emit('left', seq, user)
+  emit('left', seq, user, 'w', 1)
 elseif st == 'ACTIVE' then
   retire(user, 'L', 'left')
 end

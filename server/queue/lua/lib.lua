@@ -5,7 +5,7 @@
 --   KEYS[2]  seq    STRING arrival sequence (INCR): the waiting score
 --   KEYS[3]  w      ZSET   waiting: member user id, score seq
 --   KEYS[4]  a      ZSET   active: member user id, score expiry (ms)
---   KEYS[5]  as     HASH   active user id -> seq of the admitted attempt
+--   KEYS[5]  as     HASH   active user id -> "seq|admitted at ms" of the admitted attempt
 --   KEYS[6]  f      HASH   finished seq -> E (expired) | D (done) | L (left)
 --   KEYS[7]  n      HASH   counters: joined, admitted, left, expired, done, rate, next_tick
 --   KEYS[8]  st     HASH   seats taken: seat id -> user id|seq|order id
@@ -28,9 +28,17 @@ local function emit(kind, seq, user, ...)
     'k', kind, 'q', seq, 'u', user, 't', NOW, ...)
 end
 
+-- active_attempt returns the seq and admission time (ms) of user's active attempt, or nil.
+local function active_attempt(user)
+  local v = redis.call('HGET', K_AS, user)
+  if not v then return nil, 0 end
+  local bar = string.find(v, '|', 1, true)
+  return tonumber(string.sub(v, 1, bar - 1)), tonumber(string.sub(v, bar + 1))
+end
+
 -- retire ends the active attempt of user with a finished letter and record kind.
 local function retire(user, letter, kind, ...)
-  local seq = redis.call('HGET', K_AS, user)
+  local seq = active_attempt(user)
   redis.call('ZREM', K_A, user)
   redis.call('HDEL', K_AS, user)
   if seq then
@@ -41,26 +49,26 @@ local function retire(user, letter, kind, ...)
   return seq
 end
 
--- state returns the status of attempt (user, seq) and a detail:
--- WAITING -> 0-based rank, ACTIVE/EXPIRED -> expiry ms, nil when unknown.
+-- state returns the status of attempt (user, seq), a detail and the admission
+-- time: WAITING -> 0-based rank, ACTIVE/EXPIRED -> expiry ms; nil when unknown.
 local function state(user, seq)
   local ws = redis.call('ZSCORE', K_W, user)
   if ws and tonumber(ws) == seq then
-    return 'WAITING', redis.call('ZRANK', K_W, user)
+    return 'WAITING', redis.call('ZRANK', K_W, user), 0
   end
-  local as = redis.call('HGET', K_AS, user)
-  if as and tonumber(as) == seq then
+  local as, at = active_attempt(user)
+  if as == seq then
     local exp = tonumber(redis.call('ZSCORE', K_A, user)) or 0
     if exp > NOW then
-      return 'ACTIVE', exp
+      return 'ACTIVE', exp, at
     end
-    return 'EXPIRED', exp
+    return 'EXPIRED', exp, at
   end
   local f = redis.call('HGET', K_F, tostring(seq))
-  if f == 'E' then return 'EXPIRED', 0 end
-  if f == 'D' then return 'DONE', 0 end
-  if f == 'L' then return 'LEFT', 0 end
-  return nil, 0
+  if f == 'E' then return 'EXPIRED', 0, 0 end
+  if f == 'D' then return 'DONE', 0, 0 end
+  if f == 'L' then return 'LEFT', 0, 0 end
+  return nil, 0, 0
 end
 
 -- hold_lease claims or renews the admission lease for replica; false if another holds it.
@@ -89,7 +97,7 @@ end
 local function admit(user, seq, ttl)
   local exp = NOW + ttl * 1000
   redis.call('ZADD', K_A, exp, user)
-  redis.call('HSET', K_AS, user, seq)
+  redis.call('HSET', K_AS, user, seq .. '|' .. NOW)
   emit('admitted', seq, user, 'x', exp)
   return exp
 end

@@ -1,0 +1,230 @@
+package push
+
+import (
+	"sync"
+	"time"
+
+	"github.com/rushline/rushline/server/queue"
+)
+
+// correction is a set of exact ranks, true once the tail has read up to asOf.
+type correction struct {
+	asOf  string
+	ranks map[*Sub]int64
+	at    time.Time
+}
+
+// feed tails one event's stream for the hub's subscribers of that event.
+type feed struct {
+	h       *Hub
+	eventID string
+
+	mu         sync.Mutex
+	subs       map[*Sub]struct{}
+	bySeq      map[int64][]*Sub
+	pending    []correction
+	lastID     string
+	admitted   int64 // admitted records read since the tail started
+	emptySince time.Time
+}
+
+func (f *feed) add(s *Sub) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.subs[s] = struct{}{}
+	f.bySeq[s.Seq] = append(f.bySeq[s.Seq], s)
+}
+
+func (f *feed) remove(s *Sub) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.subs[s]; !ok {
+		return
+	}
+	delete(f.subs, s)
+	same := f.bySeq[s.Seq][:0]
+	for _, o := range f.bySeq[s.Seq] {
+		if o != s {
+			same = append(same, o)
+		}
+	}
+	if len(same) == 0 {
+		delete(f.bySeq, s.Seq)
+	} else {
+		f.bySeq[s.Seq] = same
+	}
+	if len(f.subs) == 0 {
+		f.emptySince = time.Now()
+	}
+}
+
+// sent records that s was told position pos just now.
+func (f *feed) sent(s *Sub, pos int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s.lastPos, s.lastSent = pos, time.Now()
+}
+
+// correct queues exact ranks taken at stream position asOf.
+func (f *feed) correct(asOf string, ranks map[*Sub]int64, at time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pending = append(f.pending, correction{asOf: asOf, ranks: ranks, at: at})
+}
+
+// applyBefore applies the corrections the tail has caught up with: those
+// exact at a position before id (or at it, when inclusive).
+func (f *feed) applyBefore(id string, inclusive bool) {
+	kept := f.pending[:0]
+	for _, c := range f.pending {
+		cmp := queue.CompareIDs(c.asOf, id)
+		if cmp > 0 || (cmp == 0 && !inclusive) {
+			kept = append(kept, c)
+			continue
+		}
+		for s, rank := range c.ranks {
+			if _, ok := f.subs[s]; !ok {
+				continue
+			}
+			s.correctedAt = c.at
+			if rank < 0 {
+				s.signal(func() { s.recheck = true })
+				continue
+			}
+			s.based, s.rank0, s.adm0, s.leftAhead = true, rank, f.admitted, 0
+		}
+	}
+	f.pending = kept
+}
+
+// process applies one stream record to the subscribers.
+func (f *feed) process(r queue.Record) {
+	switch r.Kind {
+	case queue.RecordAdmitted:
+		f.admitted++
+	case queue.RecordLeft:
+		if r.WasWaiting {
+			for s := range f.subs {
+				if s.based && s.Seq > r.Seq {
+					s.leftAhead++
+				}
+			}
+		}
+	case queue.RecordDone:
+	default:
+		return
+	}
+	for _, s := range f.bySeq[r.Seq] {
+		if s.UserID == r.UserID {
+			s.signal(func() { s.final = &r })
+		}
+	}
+}
+
+// run tails the stream until the hub closes or the feed has been idle long enough.
+func (f *feed) run() {
+	h := f.h
+	var lastTick time.Time
+	for h.ctx.Err() == nil {
+		recs, err := h.eng.Tail(h.ctx, f.eventID, f.lastIDNow(), tailBatch, h.block)
+		if err != nil {
+			if h.ctx.Err() == nil {
+				h.log.Warn("push: tail failed; retrying", "event", f.eventID, "err", err)
+				sleep(h, 200*time.Millisecond)
+			}
+			continue
+		}
+		f.mu.Lock()
+		for _, r := range recs {
+			f.applyBefore(r.ID, false)
+			f.process(r)
+		}
+		if n := len(recs); n > 0 {
+			f.lastID = recs[n-1].ID
+			if h.obs != nil {
+				h.obs.Lag(f.eventID, time.Since(recs[n-1].At))
+			}
+		}
+		f.applyBefore(f.lastID, true)
+		idle := len(f.subs) == 0
+		f.mu.Unlock()
+		if idle && h.drop(f) {
+			return
+		}
+		if time.Since(lastTick) >= h.tick {
+			lastTick = time.Now()
+			f.tick()
+		}
+	}
+}
+
+func (f *feed) lastIDNow() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastID
+}
+
+// tick reads the event's progress in one call, re-ranks a few subscribers and
+// pushes every place that changed (or is due for a heartbeat).
+func (f *feed) tick() {
+	h := f.h
+	now := time.Now()
+	f.mu.Lock()
+	var due []*Sub
+	for s := range f.subs {
+		if len(due) == h.correctBatch {
+			break
+		}
+		if now.Sub(s.correctedAt) >= h.correctEvery {
+			due = append(due, s)
+			s.correctedAt = now // not again before this correction lands
+		}
+	}
+	f.mu.Unlock()
+	attempts := make([]queue.Attempt, len(due))
+	for i, s := range due {
+		attempts[i] = queue.Attempt{UserID: s.UserID, Seq: s.Seq}
+	}
+	p, err := h.eng.Progress(h.ctx, f.eventID, attempts)
+	if err != nil {
+		if h.ctx.Err() == nil {
+			h.log.Warn("push: progress failed", "event", f.eventID, "err", err)
+		}
+		return
+	}
+	ranks := make(map[*Sub]int64, len(due))
+	for i, s := range due {
+		ranks[s] = p.Ranks[i]
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(ranks) > 0 {
+		f.pending = append(f.pending, correction{asOf: p.AsOf, ranks: ranks, at: now})
+	}
+	for s := range f.subs {
+		if !s.based {
+			continue
+		}
+		pos := s.rank0 - (f.admitted - s.adm0) - s.leftAhead
+		if pos < 1 {
+			// Derived past the head: the attempt was promoted or the
+			// derivation drifted; re-rank it at the next tick.
+			s.correctedAt = time.Time{}
+			continue
+		}
+		if pos != s.lastPos || now.Sub(s.lastSent) >= h.heartbeat {
+			s.lastPos, s.lastSent = pos, now
+			u := Update{ID: f.lastID, Position: pos, Waiting: p.Waiting, ETA: p.ETA(pos)}
+			s.signal(func() { s.update = &u })
+		}
+	}
+}
+
+func sleep(h *Hub, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-h.ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,259 @@
+// Package push tells waiting users their place and their admission the moment
+// it happens. Each replica's Hub tails, for every event with local subscribers,
+// that event's Redis stream: the admission script writes an admitted record in
+// the same atomic step as the promotion, so a promotion decided by any replica
+// reaches every replica. Places are derived from the stream (admissions ahead,
+// leaves ahead) on top of an exact rank taken on connect and now and then, so a
+// push tick costs O(events) Redis calls, never one per waiting user.
+package push
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/rushline/rushline/server/queue"
+)
+
+// Defaults for a Hub.
+const (
+	// DefaultTick is how often each event's places are recomputed and pushed.
+	DefaultTick = 500 * time.Millisecond
+	// DefaultHeartbeat is the longest a subscriber goes without a position.
+	DefaultHeartbeat = 5 * time.Second
+	// DefaultCorrectBatch caps exact re-ranks per event per tick.
+	DefaultCorrectBatch = 64
+	// DefaultCorrectEvery is the least time between two re-ranks of one subscriber.
+	DefaultCorrectEvery = 30 * time.Second
+	// DefaultBlock is how long one stream read waits for new records.
+	DefaultBlock = 200 * time.Millisecond
+	// DefaultLinger keeps an event's tail running this long after its last subscriber left.
+	DefaultLinger = 10 * time.Second
+	// tailBatch is the most records one stream read returns.
+	tailBatch = 5000
+)
+
+// Engine is the part of queue.Engine the hub needs. Tail blocks: the engine
+// should sit on a connection pool of its own, about two connections per event
+// with subscribers.
+type Engine interface {
+	Tail(ctx context.Context, eventID, after string, count int64, block time.Duration) ([]queue.Record, error)
+	LastRecordID(ctx context.Context, eventID string) (string, error)
+	Progress(ctx context.Context, eventID string, attempts []queue.Attempt) (queue.Progress, error)
+}
+
+var _ Engine = (*queue.Engine)(nil)
+
+// Observer learns how far behind the stream a replica reads.
+type Observer interface {
+	// Lag is the time from a record's decision to this replica reading it.
+	Lag(eventID string, d time.Duration)
+}
+
+// Update is one position message.
+type Update struct {
+	// ID is the stream id the figures are exact at.
+	ID       string
+	Position int64
+	Waiting  int64
+	ETA      time.Duration
+}
+
+// Sub is one subscribed waiting attempt. Its connection waits on Notify and
+// then calls Take. Safe for concurrent use.
+type Sub struct {
+	EventID string
+	Seq     int64
+	UserID  string
+
+	notify  chan struct{}
+	mu      sync.Mutex
+	update  *Update
+	final   *queue.Record
+	recheck bool
+
+	// Owned by the feed, under its lock.
+	based       bool
+	rank0       int64
+	adm0        int64
+	leftAhead   int64
+	lastPos     int64
+	lastSent    time.Time
+	correctedAt time.Time
+}
+
+// Notify is signalled whenever Take has something new.
+func (s *Sub) Notify() <-chan struct{} { return s.notify }
+
+// Take returns and clears what arrived: the newest position, the record that
+// ended the wait (admitted, left or done), and whether the place could not be
+// confirmed, so the caller should look the attempt up itself.
+func (s *Sub) Take() (*Update, *queue.Record, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u, f, r := s.update, s.final, s.recheck
+	s.update, s.recheck = nil, false
+	return u, f, r
+}
+
+func (s *Sub) signal(set func()) {
+	s.mu.Lock()
+	set()
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Hub fans an event's stream out to this replica's subscribers. Safe for
+// concurrent use.
+type Hub struct {
+	eng          Engine
+	tick         time.Duration
+	heartbeat    time.Duration
+	correctBatch int
+	correctEvery time.Duration
+	block        time.Duration
+	linger       time.Duration
+	obs          Observer
+	log          *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	feeds  map[string]*feed
+}
+
+// Option configures a Hub.
+type Option func(*Hub)
+
+// WithTick sets how often places are pushed.
+func WithTick(d time.Duration) Option { return func(h *Hub) { h.tick = d } }
+
+// WithHeartbeat sets the longest gap between two position messages.
+func WithHeartbeat(d time.Duration) Option { return func(h *Hub) { h.heartbeat = d } }
+
+// WithCorrections sets how many re-ranks one tick may do and how seldom one subscriber is re-ranked.
+func WithCorrections(batch int, every time.Duration) Option {
+	return func(h *Hub) { h.correctBatch, h.correctEvery = batch, every }
+}
+
+// WithLinger sets how long an event's tail outlives its last subscriber.
+func WithLinger(d time.Duration) Option { return func(h *Hub) { h.linger = d } }
+
+// WithObserver reports stream lag to o.
+func WithObserver(o Observer) Option { return func(h *Hub) { h.obs = o } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(h *Hub) { h.log = l } }
+
+// New returns a hub; Close stops it.
+func New(eng Engine, opts ...Option) *Hub {
+	h := &Hub{eng: eng, tick: DefaultTick, heartbeat: DefaultHeartbeat, correctBatch: DefaultCorrectBatch,
+		correctEvery: DefaultCorrectEvery, block: DefaultBlock, linger: DefaultLinger, log: slog.Default(),
+		feeds: map[string]*feed{}}
+	for _, o := range opts {
+		o(h)
+	}
+	h.ctx, h.cancel = context.WithCancel(context.Background())
+	return h
+}
+
+// Done is closed when the hub closes; open streams should end then.
+func (h *Hub) Done() <-chan struct{} { return h.ctx.Done() }
+
+// Close stops every tail and waits for them.
+func (h *Hub) Close() {
+	h.cancel()
+	h.wg.Wait()
+}
+
+// Subscribe registers the waiting attempt (seq, userID) of eventID and returns
+// its exact place now. When the attempt is no longer waiting, the Sub comes
+// back already flagged for a recheck. Call Unsubscribe when done.
+func (h *Hub) Subscribe(ctx context.Context, eventID string, seq int64, userID string) (*Sub, Update, error) {
+	f, err := h.feedFor(ctx, eventID)
+	if err != nil {
+		return nil, Update{}, err
+	}
+	s := &Sub{EventID: eventID, Seq: seq, UserID: userID, notify: make(chan struct{}, 1)}
+	f.add(s)
+	// Ranked after registering: any record after AsOf reaches s through the feed.
+	p, err := h.eng.Progress(ctx, eventID, []queue.Attempt{{UserID: userID, Seq: seq}})
+	if err != nil {
+		h.Unsubscribe(s)
+		return nil, Update{}, err
+	}
+	rank := p.Ranks[0]
+	f.correct(p.AsOf, map[*Sub]int64{s: rank}, time.Now())
+	f.sent(s, rank) // the caller sends this first place itself
+	if rank < 0 {
+		s.signal(func() { s.recheck = true })
+		return s, Update{ID: p.AsOf, Waiting: p.Waiting}, nil
+	}
+	return s, Update{ID: p.AsOf, Position: rank, Waiting: p.Waiting, ETA: p.ETA(rank)}, nil
+}
+
+// Unsubscribe removes s; its event's tail stops after the linger time if s was the last.
+func (h *Hub) Unsubscribe(s *Sub) {
+	h.mu.Lock()
+	f := h.feeds[s.EventID]
+	h.mu.Unlock()
+	if f != nil {
+		f.remove(s)
+	}
+}
+
+// Subscribers counts the subscribers of eventID on this replica.
+func (h *Hub) Subscribers(eventID string) int {
+	h.mu.Lock()
+	f := h.feeds[eventID]
+	h.mu.Unlock()
+	if f == nil {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.subs)
+}
+
+func (h *Hub) feedFor(ctx context.Context, eventID string) (*feed, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if f := h.feeds[eventID]; f != nil {
+		// Restart the linger clock so the feed is not dropped before the caller adds to it.
+		f.mu.Lock()
+		f.emptySince = time.Now()
+		f.mu.Unlock()
+		return f, nil
+	}
+	if h.ctx.Err() != nil {
+		return nil, h.ctx.Err()
+	}
+	// The tail starts at the newest record, read before any subscriber is ranked.
+	last, err := h.eng.LastRecordID(ctx, eventID)
+	if err != nil {
+		return nil, err
+	}
+	f := &feed{h: h, eventID: eventID, lastID: last, subs: map[*Sub]struct{}{}, bySeq: map[int64][]*Sub{},
+		emptySince: time.Now()}
+	h.feeds[eventID] = f
+	h.wg.Go(f.run)
+	return f, nil
+}
+
+// drop removes f once it has had no subscriber for the linger time.
+func (h *Hub) drop(f *feed) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.subs) > 0 || time.Since(f.emptySince) < h.linger {
+		return false
+	}
+	delete(h.feeds, f.eventID)
+	return true
+}
