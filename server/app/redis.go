@@ -135,7 +135,9 @@ func tailClient(rdb redis.UniversalClient) redis.UniversalClient {
 		return redis.NewClusterClient(&o)
 	case *redis.Client:
 		o := *c.Options()
-		o.PoolSize = tailPoolSize
+		// NewClient stored rdb's push processor in its options; a shared one
+		// refuses the copy's handlers ("cannot overwrite existing handler").
+		o.PoolSize, o.PushNotificationProcessor = tailPoolSize, nil
 		return redis.NewClient(&o)
 	}
 	return rdb

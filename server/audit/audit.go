@@ -24,6 +24,11 @@ const (
 	// DefaultClaimAfter is how long a record may sit unacknowledged with
 	// another replica before this one takes it over.
 	DefaultClaimAfter = 30 * time.Second
+	// DefaultKeep is how long written records stay in the stream for late
+	// readers (push tails) before they are trimmed.
+	DefaultKeep = 5 * time.Minute
+	// trimEvery is how often each event's stream is trimmed.
+	trimEvery = 10 * time.Second
 )
 
 // Writer stores records durably; store.Store implements it. It must be
@@ -39,6 +44,7 @@ type Stream interface {
 	ReadGroup(ctx context.Context, eventID, group, consumer string, count int64) ([]queue.Record, error)
 	Claim(ctx context.Context, eventID, group, consumer string, idle time.Duration, count int64) (int, error)
 	Ack(ctx context.Context, eventID, group string, ids ...string) error
+	Trim(ctx context.Context, eventID, group string, keep time.Duration) (int64, error)
 }
 
 var _ Stream = (*queue.Engine)(nil)
@@ -52,6 +58,8 @@ type Worker struct {
 	log      *slog.Logger
 	groups   map[string]bool
 	claimed  time.Time
+	trimmed  time.Time
+	keep     time.Duration
 }
 
 // New returns a worker named consumer (unique per replica).
@@ -59,8 +67,11 @@ func New(src Stream, dst Writer, consumer string, log *slog.Logger) *Worker {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Worker{src: src, dst: dst, consumer: consumer, log: log, groups: map[string]bool{}}
+	return &Worker{src: src, dst: dst, consumer: consumer, log: log, groups: map[string]bool{}, keep: DefaultKeep}
 }
+
+// Keep sets how long written records stay in the stream before trimming.
+func (w *Worker) Keep(d time.Duration) { w.keep = d }
 
 // Run copies records until ctx ends.
 func (w *Worker) Run(ctx context.Context) {
@@ -98,6 +109,10 @@ func (w *Worker) Round(ctx context.Context) (int, error) {
 	if claim {
 		w.claimed = time.Now()
 	}
+	trim := time.Since(w.trimmed) > trimEvery
+	if trim {
+		w.trimmed = time.Now()
+	}
 	total := 0
 	for _, id := range ids {
 		if !w.groups[id] {
@@ -108,6 +123,11 @@ func (w *Worker) Round(ctx context.Context) (int, error) {
 		}
 		if claim {
 			if _, err := w.src.Claim(ctx, id, DefaultGroup, w.consumer, DefaultClaimAfter, DefaultBatch); err != nil {
+				return total, err
+			}
+		}
+		if trim {
+			if _, err := w.src.Trim(ctx, id, DefaultGroup, w.keep); err != nil {
 				return total, err
 			}
 		}

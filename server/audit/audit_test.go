@@ -81,3 +81,52 @@ func TestWriteBehindSurvivesOutage(t *testing.T) {
 		})
 	}
 }
+
+func TestWrittenRecordsAreTrimmed(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	eng := queue.New(rdb, []byte("k"))
+	db := &flaky{Store: storetest.MustOpen(t, "sqlite")}
+	ev := queue.Event{ID: "trimmed", Seats: 5, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 100, ActiveTTLS: 60, Policy: queue.PolicyCapacity}
+	if err := eng.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	join := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, _, err := eng.Join(ctx, ev.ID, fmt.Sprintf("u_%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w := audit.New(eng, db, "a", nil)
+	w.Keep(0)
+	join(0, 500)
+	// The first round trims (nothing written yet), then writes 501 records.
+	if n, err := w.Round(ctx); err != nil || n != 501 {
+		t.Fatalf("round: %d, %v", n, err)
+	}
+	// Records joined while SQL is away are not written, so never trimmed.
+	db.down.Store(true)
+	join(500, 600)
+	if _, err := eng.Trim(ctx, ev.ID, audit.DefaultGroup, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Round(ctx); err == nil {
+		t.Fatal("round while down succeeded")
+	}
+	if _, err := eng.Trim(ctx, ev.ID, audit.DefaultGroup, 0); err != nil {
+		t.Fatal(err)
+	}
+	left := rdb.XLen(ctx, queue.Keys(ev.ID)[8]).Val()
+	if left < 100 || left > 101 {
+		t.Fatalf("stream holds %d records; want the 100 unwritten (+ at most the last written)", left)
+	}
+	db.down.Store(false)
+	if n, err := w.Round(ctx); err != nil || n != 100 {
+		t.Fatalf("catch-up round: %d, %v", n, err)
+	}
+	entries, _ := db.Entries(ctx, ev.ID)
+	if len(entries) != 600 {
+		t.Fatalf("%d entries in SQL, want 600", len(entries))
+	}
+}

@@ -221,24 +221,10 @@ func (s *Signer) IssuePass(eventID, userID, queueToken string, admittedAt, expir
 	if expiresAt.Nanosecond() > 0 {
 		secs++
 	}
-	exp := jwt.NewNumericDate(time.Unix(secs, 0))
 	if !expiresAt.After(now) {
 		return "", fmt.Errorf("auth: issue pass: expiry %s is not after now", expiresAt.UTC().Format(time.RFC3339))
 	}
-	claims := &passClaims{
-		Issuer:    Issuer,
-		Type:      typePass,
-		Audience:  eventID,
-		Subject:   userID,
-		ID:        queueToken,
-		IssuedAt:  jwt.NewNumericDate(admittedAt),
-		ExpiresAt: exp,
-	}
-	token, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString(s.passKey)
-	if err != nil {
-		return "", fmt.Errorf("auth: issue pass: %w", err)
-	}
-	return token, nil
+	return signPass(s.passKey, eventID, userID, queueToken, admittedAt.Unix(), secs), nil
 }
 
 // ParsePass checks a pass for eventID: algorithm, signature, issuer, type,

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -92,6 +93,15 @@ func New(d Deps) *Server {
 	admin.POST("/events/:event/pause", s.setPaused(true))
 	admin.POST("/events/:event/resume", s.setPaused(false))
 	admin.POST("/events/:event/load", s.reportLoad)
+
+	// Profiles for operators, behind the admin key.
+	prof := r.Group("/debug/pprof", s.requireAdmin)
+	prof.GET("/", gin.WrapF(pprof.Index))
+	prof.GET("/cmdline", gin.WrapF(pprof.Cmdline))
+	prof.GET("/profile", gin.WrapF(pprof.Profile))
+	prof.GET("/symbol", gin.WrapF(pprof.Symbol))
+	prof.GET("/trace", gin.WrapF(pprof.Trace))
+	prof.GET("/:name", func(c *gin.Context) { pprof.Handler(c.Param("name")).ServeHTTP(c.Writer, c.Request) })
 
 	r.NoMethod(func(c *gin.Context) {
 		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, errorBody{Error: errorDetail{Code: queue.CodeBadRequest, Message: "method not allowed"}})

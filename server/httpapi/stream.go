@@ -1,9 +1,11 @@
 package httpapi
 
 import (
-	"encoding/json"
-	"fmt"
+	"context"
+	"errors"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -12,55 +14,136 @@ import (
 	"github.com/rushline/rushline/server/queue"
 )
 
-// keepAlive is how often a comment line keeps idle proxies from cutting a stream
-// between position messages.
-const keepAlive = 15 * time.Second
+const (
+	// keepAlive is how often a comment line keeps idle proxies from cutting a
+	// stream between position messages.
+	keepAlive = 15 * time.Second
+	// probeEvery is how often a stream checks whether its client has gone.
+	probeEvery = 2 * time.Second
+	// writeTimeout bounds one write to a slow or vanished client.
+	writeTimeout = 10 * time.Second
+)
 
-// sse writes Server-Sent Events to one client.
+// streamHead starts every stream; the body runs until the connection closes.
+const streamHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n" +
+	"Connection: close\r\nX-Accel-Buffering: no\r\n\r\nretry: 1000\n\n"
+
+// sse writes Server-Sent Events to one client. On HTTP/1 it owns the hijacked
+// connection, so net/http's per-connection buffers are released for the long
+// life of the stream: with 10,000 streams they were most of the server's heap.
 type sse struct {
-	c *gin.Context
+	conn net.Conn           // hijacked connection, or nil
+	rw   gin.ResponseWriter // the flushing fallback (HTTP/2)
+	buf  []byte
 }
 
-func (w sse) send(id, event string, data any) error {
-	b, err := json.Marshal(data)
-	if err != nil {
+// startStream begins the event stream on c.
+func startStream(c *gin.Context) (*sse, error) {
+	if conn, brw, err := c.Writer.Hijack(); err == nil {
+		// Pipelined bytes after a GET that opens a stream are not served.
+		brw.Reader.Reset(nil)
+		w := &sse{conn: conn}
+		return w, w.write([]byte(streamHead))
+	}
+	h := c.Writer.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	c.Status(http.StatusOK)
+	w := &sse{rw: c.Writer}
+	return w, w.write([]byte("retry: 1000\n\n"))
+}
+
+func (w *sse) write(b []byte) error {
+	if w.conn != nil {
+		_ = w.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		_, err := w.conn.Write(b)
 		return err
 	}
-	if _, err := fmt.Fprintf(w.c.Writer, "id: %s\nevent: %s\ndata: %s\n\n", id, event, b); err != nil {
+	if _, err := w.rw.Write(b); err != nil {
 		return err
 	}
-	w.c.Writer.Flush()
+	w.rw.Flush()
 	return nil
 }
 
-func (w sse) comment(text string) error {
-	if _, err := fmt.Fprintf(w.c.Writer, ": %s\n\n", text); err != nil {
-		return err
+// gone reports whether the client closed its side: a read that must not
+// wait finds EOF. (A stream's client sends nothing after its request.)
+func (w *sse) gone() bool {
+	if w.conn == nil {
+		return false // the request context says so on the fallback path
 	}
-	w.c.Writer.Flush()
-	return nil
+	_ = w.conn.SetReadDeadline(time.Now())
+	var one [1]byte
+	_, err := w.conn.Read(one[:])
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
 }
 
-type positionData struct {
-	Position int64 `json:"position"`
-	Waiting  int64 `json:"waiting"`
-	ETA      int64 `json:"eta_s"`
+func (w *sse) close() {
+	if w.conn != nil {
+		_ = w.conn.Close()
+	}
 }
 
-func position(u push.Update) positionData {
-	return positionData{Position: u.Position, Waiting: u.Waiting, ETA: int64(u.ETA / time.Second)}
+// send writes one message whose data the appendData function writes.
+func (w *sse) send(id, event string, appendData func([]byte) []byte) error {
+	b := append(w.buf[:0], "id: "...)
+	b = append(b, id...)
+	b = append(b, "\nevent: "...)
+	b = append(b, event...)
+	b = append(b, "\ndata: "...)
+	b = appendData(b)
+	b = append(b, "\n\n"...)
+	w.buf = b
+	return w.write(b)
 }
 
-type admittedData struct {
-	Pass      string    `json:"pass"`
-	ExpiresAt time.Time `json:"expires_at"`
-	// AdmittedAt is when the admission was decided, for latency measurements.
-	AdmittedAt time.Time `json:"admitted_at"`
+func (w *sse) comment(text string) error { return w.write([]byte(": " + text + "\n\n")) }
+
+func positionData(pos, waiting int64, eta time.Duration) func([]byte) []byte {
+	return func(b []byte) []byte {
+		b = append(b, `{"position":`...)
+		b = strconv.AppendInt(b, pos, 10)
+		b = append(b, `,"waiting":`...)
+		b = strconv.AppendInt(b, waiting, 10)
+		b = append(b, `,"eta_s":`...)
+		b = strconv.AppendInt(b, int64(eta/time.Second), 10)
+		return append(b, '}')
+	}
 }
+
+// admittedData also carries admitted_at, when the admission was decided, so
+// clients can measure promotion latency.
+func admittedData(pass string, expiresAt, admittedAt time.Time) func([]byte) []byte {
+	return func(b []byte) []byte {
+		b = append(b, `{"pass":"`...)
+		b = append(b, pass...) // a JWT: base64url and dots only
+		b = append(b, `","expires_at":"`...)
+		b = expiresAt.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","admitted_at":"`...)
+		b = admittedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+		return append(b, `"}`...)
+	}
+}
+
+func closedData(s queue.Status) func([]byte) []byte {
+	return func(b []byte) []byte {
+		b = append(b, `{"status":"`...)
+		b = append(b, s...)
+		return append(b, `"}`...)
+	}
+}
+
+func emptyData(b []byte) []byte { return append(b, "{}"...) }
 
 // stream serves GET …/queue/{token}/stream. A client that reconnects, with or
 // without Last-Event-ID, is answered from the token's state first, so it
 // cannot miss its admission.
+//
+// On HTTP/1 the handler hijacks the connection and returns; a goroutine of its
+// own then serves the stream. Everything net/http kept per connection (about
+// 11 KB of buffers and a deep stack) is freed for the stream's long life.
 func (s *Server) stream(c *gin.Context) {
 	ctx := c.Request.Context()
 	eventID := c.Param("event")
@@ -69,60 +152,80 @@ func (s *Server) stream(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	h := c.Writer.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	c.Status(http.StatusOK)
-	w := sse{c: c}
-	if _, err := fmt.Fprint(c.Writer, "retry: 1000\n\n"); err != nil {
-		return
-	}
-	if en.Status != queue.StatusWaiting {
-		id, err := s.Engine.LastRecordID(ctx, eventID)
-		if err != nil {
-			_ = w.comment("the queue store is unavailable")
+	var (
+		sub   *push.Sub
+		first push.Update
+	)
+	if en.Status == queue.StatusWaiting {
+		if sub, first, err = s.Push.Subscribe(ctx, eventID, en.Seq, en.UserID); err != nil {
+			s.fail(c, err)
 			return
 		}
-		s.finish(w, eventID, en, id)
+	} else if first.ID, err = s.Engine.LastRecordID(ctx, eventID); err != nil {
+		s.fail(c, err)
 		return
 	}
+	w, err := startStream(c)
+	serve := func(ctx context.Context) {
+		defer w.close()
+		if sub != nil {
+			defer s.Push.Unsubscribe(sub)
+		}
+		if err != nil {
+			return
+		}
+		if sub == nil {
+			s.finish(w, eventID, en, first.ID)
+			return
+		}
+		s.follow(ctx, w, sub, en, first)
+	}
+	if w.conn != nil {
+		go serve(context.WithoutCancel(ctx))
+		return
+	}
+	serve(ctx)
+}
 
-	sub, first, err := s.Push.Subscribe(ctx, eventID, en.Seq, en.UserID)
-	if err != nil {
-		_ = w.comment("the queue store is unavailable")
-		return
-	}
-	defer s.Push.Unsubscribe(sub)
+// follow pushes places until the wait ends, the client goes or the hub closes.
+func (s *Server) follow(ctx context.Context, w *sse, sub *push.Sub, en queue.Entry, first push.Update) {
+	eventID := sub.EventID
 	gauge := s.metrics.SSE.WithLabelValues(eventID)
 	gauge.Inc()
 	defer gauge.Dec()
-	if first.Position > 0 {
-		if w.send(first.ID, "position", position(first)) != nil {
-			return
-		}
+	if first.Position > 0 && w.send(first.ID, "position", positionData(first.Position, first.Waiting, first.ETA)) != nil {
+		return
 	}
-	ping := time.NewTicker(keepAlive)
-	defer ping.Stop()
+	probe := time.NewTicker(probeEvery)
+	defer probe.Stop()
+	quiet := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.Push.Done():
 			return // shutting down: the client reconnects to another replica
-		case <-ping.C:
-			if w.comment("keep-alive") != nil {
+		case <-probe.C:
+			if w.gone() {
 				return
 			}
+			if quiet++; quiet*int(probeEvery) >= int(keepAlive) {
+				if w.comment("keep-alive") != nil {
+					return
+				}
+				quiet = 0
+			}
 		case <-sub.Notify():
+			quiet = 0
 			u, final, recheck := sub.Take()
 			switch {
 			case final != nil:
 				s.finishRecord(w, eventID, en, *final)
 				return
 			case recheck:
-				now, err := s.Engine.Status(ctx, eventID, en.Token)
+				lookup, cancel := context.WithTimeout(ctx, 5*time.Second)
+				now, err := s.Engine.Status(lookup, eventID, en.Token)
+				cancel()
 				if err != nil {
 					return // the client reconnects and is answered from the state
 				}
@@ -130,11 +233,11 @@ func (s *Server) stream(c *gin.Context) {
 					s.finish(w, eventID, now, first.ID)
 					return
 				}
-				if w.send(first.ID, "position", positionData{Position: now.Position, Waiting: now.Waiting, ETA: int64(now.ETA / time.Second)}) != nil {
+				if w.send(first.ID, "position", positionData(now.Position, now.Waiting, now.ETA)) != nil {
 					return
 				}
 			case u != nil:
-				if w.send(u.ID, "position", position(*u)) != nil {
+				if w.send(u.ID, "position", positionData(u.Position, u.Waiting, u.ETA)) != nil {
 					return
 				}
 			}
@@ -143,37 +246,37 @@ func (s *Server) stream(c *gin.Context) {
 }
 
 // finish sends the message that ends a stream for a token in state en.
-func (s *Server) finish(w sse, eventID string, en queue.Entry, id string) {
+func (s *Server) finish(w *sse, eventID string, en queue.Entry, id string) {
 	switch en.Status {
 	case queue.StatusActive:
 		s.admitted(w, eventID, en, id)
 	case queue.StatusExpired:
-		_ = w.send(id, "expired", struct{}{})
+		_ = w.send(id, "expired", emptyData)
 	default:
-		_ = w.send(id, "closed", gin.H{"status": en.Status})
+		_ = w.send(id, "closed", closedData(en.Status))
 	}
 }
 
 // finishRecord ends a stream with the record that ended the wait.
-func (s *Server) finishRecord(w sse, eventID string, en queue.Entry, r queue.Record) {
+func (s *Server) finishRecord(w *sse, eventID string, en queue.Entry, r queue.Record) {
 	switch r.Kind {
 	case queue.RecordAdmitted:
 		en.Status, en.AdmittedAt, en.ExpiresAt = queue.StatusActive, r.At, r.ExpiresAt
 		s.admitted(w, eventID, en, r.ID)
 		s.metrics.PromotionLatency.Observe(time.Since(r.At).Seconds())
 	case queue.RecordLeft:
-		_ = w.send(r.ID, "closed", gin.H{"status": queue.StatusLeft})
+		_ = w.send(r.ID, "closed", closedData(queue.StatusLeft))
 	default:
-		_ = w.send(r.ID, "closed", gin.H{"status": queue.StatusDone})
+		_ = w.send(r.ID, "closed", closedData(queue.StatusDone))
 	}
 }
 
-func (s *Server) admitted(w sse, eventID string, en queue.Entry, id string) {
+func (s *Server) admitted(w *sse, eventID string, en queue.Entry, id string) {
 	pass, err := s.Signer.IssuePass(eventID, en.UserID, en.Token, en.AdmittedAt, en.ExpiresAt)
 	if err != nil {
 		// The window ran out while the message was on its way.
-		_ = w.send(id, "expired", struct{}{})
+		_ = w.send(id, "expired", emptyData)
 		return
 	}
-	_ = w.send(id, "admitted", admittedData{Pass: pass, ExpiresAt: en.ExpiresAt, AdmittedAt: en.AdmittedAt})
+	_ = w.send(id, "admitted", admittedData(pass, en.ExpiresAt, en.AdmittedAt))
 }

@@ -25,6 +25,7 @@ type feed struct {
 	pending    []correction
 	lastID     string
 	admitted   int64 // admitted records read since the tail started
+	ticks      int64
 	emptySince time.Time
 }
 
@@ -201,8 +202,14 @@ func (f *feed) tick() {
 	if len(ranks) > 0 {
 		f.pending = append(f.pending, correction{asOf: p.AsOf, ranks: ranks, at: now})
 	}
+	// Each subscriber has a slot among the ticks of one position interval.
+	slots := max(int64(h.every/h.tick), 1)
+	f.ticks++
 	for s := range f.subs {
 		if !s.based {
+			continue
+		}
+		if s.Seq%slots != f.ticks%slots && now.Sub(s.lastSent) < h.heartbeat {
 			continue
 		}
 		pos := s.rank0 - (f.admitted - s.adm0) - s.leftAhead

@@ -22,6 +22,11 @@ const (
 	DefaultTick = 500 * time.Millisecond
 	// DefaultHeartbeat is the longest a subscriber goes without a position.
 	DefaultHeartbeat = 5 * time.Second
+	// DefaultPositionEvery is the shortest gap between two positions to one
+	// subscriber. Subscribers are spread over the ticks in between, so a
+	// moving line does not turn every tick into a burst of writes to every
+	// connection ahead of the admissions that matter.
+	DefaultPositionEvery = time.Second
 	// DefaultCorrectBatch caps exact re-ranks per event per tick.
 	DefaultCorrectBatch = 64
 	// DefaultCorrectEvery is the least time between two re-ranks of one subscriber.
@@ -113,6 +118,7 @@ type Hub struct {
 	eng          Engine
 	tick         time.Duration
 	heartbeat    time.Duration
+	every        time.Duration
 	correctBatch int
 	correctEvery time.Duration
 	block        time.Duration
@@ -136,6 +142,9 @@ func WithTick(d time.Duration) Option { return func(h *Hub) { h.tick = d } }
 // WithHeartbeat sets the longest gap between two position messages.
 func WithHeartbeat(d time.Duration) Option { return func(h *Hub) { h.heartbeat = d } }
 
+// WithPositionEvery sets the shortest gap between two positions to one subscriber.
+func WithPositionEvery(d time.Duration) Option { return func(h *Hub) { h.every = d } }
+
 // WithCorrections sets how many re-ranks one tick may do and how seldom one subscriber is re-ranked.
 func WithCorrections(batch int, every time.Duration) Option {
 	return func(h *Hub) { h.correctBatch, h.correctEvery = batch, every }
@@ -152,7 +161,7 @@ func WithLogger(l *slog.Logger) Option { return func(h *Hub) { h.log = l } }
 
 // New returns a hub; Close stops it.
 func New(eng Engine, opts ...Option) *Hub {
-	h := &Hub{eng: eng, tick: DefaultTick, heartbeat: DefaultHeartbeat, correctBatch: DefaultCorrectBatch,
+	h := &Hub{eng: eng, tick: DefaultTick, heartbeat: DefaultHeartbeat, every: DefaultPositionEvery, correctBatch: DefaultCorrectBatch,
 		correctEvery: DefaultCorrectEvery, block: DefaultBlock, linger: DefaultLinger, log: slog.Default(),
 		feeds: map[string]*feed{}}
 	for _, o := range opts {

@@ -201,3 +201,39 @@ func splitID(id string) (uint64, uint64) {
 	s, _ := strconv.ParseUint(seq, 10, 64)
 	return m, s
 }
+
+// Trim drops records of eventID that group has acknowledged and that are older
+// than keep, and returns how many went. Unacknowledged records always stay:
+// the stream is the audit trail's buffer.
+func (e *Engine) Trim(ctx context.Context, eventID, group string, keep time.Duration) (int64, error) {
+	stream := Keys(eventID)[keyStream]
+	groups, err := e.rdb.XInfoGroups(ctx, stream).Result()
+	if err != nil {
+		return 0, fmt.Errorf("queue: trim %s: %w", eventID, storeErr(ctx, err))
+	}
+	var safe string
+	for _, g := range groups {
+		if g.Name != group {
+			continue
+		}
+		safe = g.LastDeliveredID
+		if g.Pending > 0 {
+			p, err := e.rdb.XPending(ctx, stream, group).Result()
+			if err != nil {
+				return 0, fmt.Errorf("queue: trim %s: %w", eventID, storeErr(ctx, err))
+			}
+			safe = p.Lower
+		}
+	}
+	if safe == "" {
+		return 0, nil // no such group yet: nothing is known to be written
+	}
+	if horizon := fmt.Sprintf("%d-0", e.now().Add(-keep).UnixMilli()); CompareIDs(horizon, safe) < 0 {
+		safe = horizon
+	}
+	n, err := e.rdb.XTrimMinID(ctx, stream, safe).Result()
+	if err != nil {
+		return 0, fmt.Errorf("queue: trim %s: %w", eventID, storeErr(ctx, err))
+	}
+	return n, nil
+}

@@ -1,0 +1,215 @@
+// Package bench measures rushline on the machine it runs on: it starts its
+// own redis-server and rushline-server processes, loads them over loopback
+// and reports figures as ratios and percentiles.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a rushline-server child process.
+type Server struct {
+	URL  string
+	Keys Keys
+	cmd  *exec.Cmd
+}
+
+// Keys are the fixed keys the bench starts servers with.
+type Keys struct {
+	Admin, Simulator, Service, JWT string
+}
+
+// DefaultKeys are used for every server a bench starts.
+var DefaultKeys = Keys{Admin: "bench-admin", Simulator: "bench-sim", Service: "bench-service", JWT: "bench-jwt-secret"}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// StartServer runs bin at redisURL with a fresh data dir and waits for /readyz.
+func StartServer(ctx context.Context, bin, redisURL, dataDir string, log io.Writer) (*Server, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	k := DefaultKeys
+	cmd := exec.CommandContext(ctx, bin, "--addr", addr, "--redis-url", redisURL, "--data", dataDir,
+		"--admin-key", k.Admin, "--simulator-key", k.Simulator, "--service-key", k.Service, "--jwt-secret", k.JWT,
+		"--log-format", "json")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("bench: start %s: %w", bin, err)
+	}
+	s := &Server{URL: "http://" + addr, Keys: k, cmd: cmd}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := http.Get(s.URL + "/readyz")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				return s, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return nil, fmt.Errorf("bench: %s not ready at %s", bin, s.URL)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// RSS is the server's resident memory in bytes.
+func (s *Server) RSS() int64 { return rss(s.cmd.Process.Pid) }
+
+// saveProfile saves one /debug/pprof profile of the server into dir.
+func (s *Server) saveProfile(ctx context.Context, client *http.Client, name, dir string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/debug/pprof/"+name, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Admin-Key", s.Keys.Admin)
+	res, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	file, _, _ := strings.Cut(name, "?")
+	f, err := os.Create(filepath.Join(dir, file+".pb.gz"))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = io.Copy(f, res.Body)
+	return err
+}
+
+// Stop ends the server.
+func (s *Server) Stop() {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+}
+
+// rss reads VmRSS of pid from /proc.
+func rss(pid int) int64 {
+	f, err := os.Open(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// CommandCalls sums the calls of every command in Redis's INFO commandstats,
+// commands run inside scripts included.
+func CommandCalls(ctx context.Context, rdb *redis.Client) (int64, error) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\r\n") {
+		_, rest, ok := strings.Cut(line, "calls=")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
+		total += n
+	}
+	return total, nil
+}
+
+// Percentiles summarises durations.
+type Percentiles struct {
+	Count int     `json:"count"`
+	P50   float64 `json:"p50_ms"`
+	P90   float64 `json:"p90_ms"`
+	P99   float64 `json:"p99_ms"`
+	Max   float64 `json:"max_ms"`
+}
+
+// Summarise returns the percentiles of ds in milliseconds.
+func Summarise(ds []time.Duration) Percentiles {
+	if len(ds) == 0 {
+		return Percentiles{}
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(q float64) float64 {
+		i := int(q*float64(len(s)-1) + 0.5)
+		return float64(s[i]) / float64(time.Millisecond)
+	}
+	return Percentiles{Count: len(s), P50: at(0.50), P90: at(0.90), P99: at(0.99), Max: at(1)}
+}
+
+// call sends a JSON request to a server and decodes the answer into out.
+func call(ctx context.Context, client *http.Client, method, url string, hdr map[string]string, body, out any) (int, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, err
+		}
+		rd = strings.NewReader(string(b))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		return res.StatusCode, err
+	}
+	if res.StatusCode >= 300 {
+		return res.StatusCode, fmt.Errorf("bench: %s %s: %d %s", method, url, res.StatusCode, raw)
+	}
+	if out != nil {
+		return res.StatusCode, json.Unmarshal(raw, out)
+	}
+	return res.StatusCode, nil
+}
