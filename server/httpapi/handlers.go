@@ -193,21 +193,26 @@ func (s *Server) reportLoad(c *gin.Context) {
 
 // entryJSON is a queue entry as join and status answer it.
 type entryJSON struct {
-	Token         string         `json:"token,omitempty"`
-	UserID        string         `json:"user_id,omitempty"`
-	UserType      queue.UserType `json:"user_type,omitempty"`
-	Status        queue.Status   `json:"status"`
-	Position      int64          `json:"position,omitempty"`
-	Waiting       int64          `json:"waiting"`
-	ETASeconds    *int64         `json:"eta_s,omitempty"`
-	AdmittedTotal int64          `json:"admitted_total"`
-	Pass          string         `json:"pass,omitempty"`
-	ExpiresAt     *time.Time     `json:"expires_at,omitempty"`
+	Token    string         `json:"token,omitempty"`
+	UserID   string         `json:"user_id,omitempty"`
+	UserType queue.UserType `json:"user_type,omitempty"`
+	Status   queue.Status   `json:"status"`
+	// Seq is the attempt's arrival number in the event (join order).
+	Seq           int64      `json:"seq,omitempty"`
+	Position      int64      `json:"position,omitempty"`
+	Waiting       int64      `json:"waiting"`
+	ETASeconds    *int64     `json:"eta_s,omitempty"`
+	AdmittedTotal int64      `json:"admitted_total"`
+	Pass          string     `json:"pass,omitempty"`
+	ExpiresAt     *time.Time `json:"expires_at,omitempty"`
+	// AdmittedAt and AdmissionNo (admission order) are set while ACTIVE.
+	AdmittedAt  *time.Time `json:"admitted_at,omitempty"`
+	AdmissionNo int64      `json:"admission_no,omitempty"`
 }
 
 // entryBody renders en; the pass is signed fresh for an ACTIVE entry.
 func (s *Server) entryBody(eventID string, en queue.Entry, withIdentity bool) (entryJSON, error) {
-	b := entryJSON{Status: en.Status, Waiting: en.Waiting, AdmittedTotal: en.AdmittedTotal}
+	b := entryJSON{Status: en.Status, Seq: en.Seq, Waiting: en.Waiting, AdmittedTotal: en.AdmittedTotal}
 	if withIdentity {
 		b.Token, b.UserID, b.UserType = en.Token, en.UserID, queue.TypeOf(en.UserID)
 	}
@@ -220,7 +225,7 @@ func (s *Server) entryBody(eventID string, en queue.Entry, withIdentity bool) (e
 		if err != nil {
 			return b, err
 		}
-		b.Pass, b.ExpiresAt = pass, &en.ExpiresAt
+		b.Pass, b.ExpiresAt, b.AdmittedAt, b.AdmissionNo = pass, &en.ExpiresAt, &en.AdmittedAt, en.AdmissionNo
 	}
 	return b, nil
 }

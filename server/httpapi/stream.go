@@ -114,8 +114,8 @@ func positionData(pos, waiting int64, eta time.Duration) func([]byte) []byte {
 }
 
 // admittedData also carries admitted_at, when the admission was decided, so
-// clients can measure promotion latency.
-func admittedData(pass string, expiresAt, admittedAt time.Time) func([]byte) []byte {
+// clients can measure promotion latency, and admission_no, the admission order.
+func admittedData(pass string, expiresAt, admittedAt time.Time, no int64) func([]byte) []byte {
 	return func(b []byte) []byte {
 		b = append(b, `{"pass":"`...)
 		b = append(b, pass...) // a JWT: base64url and dots only
@@ -123,7 +123,9 @@ func admittedData(pass string, expiresAt, admittedAt time.Time) func([]byte) []b
 		b = expiresAt.UTC().AppendFormat(b, time.RFC3339Nano)
 		b = append(b, `","admitted_at":"`...)
 		b = admittedAt.UTC().AppendFormat(b, time.RFC3339Nano)
-		return append(b, `"}`...)
+		b = append(b, `","admission_no":`...)
+		b = strconv.AppendInt(b, no, 10)
+		return append(b, '}')
 	}
 }
 
@@ -261,7 +263,7 @@ func (s *Server) finish(w *sse, eventID string, en queue.Entry, id string) {
 func (s *Server) finishRecord(w *sse, eventID string, en queue.Entry, r queue.Record) {
 	switch r.Kind {
 	case queue.RecordAdmitted:
-		en.Status, en.AdmittedAt, en.ExpiresAt = queue.StatusActive, r.At, r.ExpiresAt
+		en.Status, en.AdmittedAt, en.ExpiresAt, en.AdmissionNo = queue.StatusActive, r.At, r.ExpiresAt, r.AdmissionNo
 		s.admitted(w, eventID, en, r.ID)
 		s.metrics.PromotionLatency.Observe(time.Since(r.At).Seconds())
 	case queue.RecordLeft:
@@ -278,5 +280,5 @@ func (s *Server) admitted(w *sse, eventID string, en queue.Entry, id string) {
 		_ = w.send(id, "expired", emptyData)
 		return
 	}
-	_ = w.send(id, "admitted", admittedData(pass, en.ExpiresAt, en.AdmittedAt))
+	_ = w.send(id, "admitted", admittedData(pass, en.ExpiresAt, en.AdmittedAt, en.AdmissionNo))
 }

@@ -27,6 +27,46 @@ type feed struct {
 	admitted   int64 // admitted records read since the tail started
 	ticks      int64
 	emptySince time.Time
+	// history holds the latest records that move places (admissions, leaves
+	// from the line), so a rank taken before the tail's position can be
+	// brought forward exactly.
+	history [historySize]moved
+	histLen int
+	histAt  int
+}
+
+// historySize is how many place-moving records a feed remembers.
+const historySize = 1 << 14
+
+// moved is a record that moves places: an admission or a leave from the line.
+type moved struct {
+	id       string
+	seq      int64
+	admitted bool
+}
+
+func (f *feed) remember(m moved) {
+	f.history[f.histAt] = m
+	f.histAt = (f.histAt + 1) % historySize
+	f.histLen = min(f.histLen+1, historySize)
+}
+
+// since counts the admissions, and the leaves from the line ahead of seq,
+// read after id; ok is false when the history does not reach back to id.
+func (f *feed) since(id string, seq int64) (admitted, leftAhead int64, ok bool) {
+	for i := 1; i <= f.histLen; i++ {
+		m := f.history[(f.histAt-i+historySize)%historySize]
+		if queue.CompareIDs(m.id, id) <= 0 {
+			return admitted, leftAhead, true
+		}
+		if m.admitted {
+			admitted++
+		} else if m.seq < seq {
+			leftAhead++
+		}
+	}
+	// Everything remembered is newer than id: exact only if nothing was dropped.
+	return admitted, leftAhead, f.histLen < historySize
 }
 
 func (f *feed) add(s *Sub) {
@@ -39,6 +79,10 @@ func (f *feed) add(s *Sub) {
 func (f *feed) remove(s *Sub) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.removeLocked(s)
+}
+
+func (f *feed) removeLocked(s *Sub) {
 	if _, ok := f.subs[s]; !ok {
 		return
 	}
@@ -66,11 +110,28 @@ func (f *feed) sent(s *Sub, pos int64) {
 	s.lastPos, s.lastSent = pos, time.Now()
 }
 
-// correct queues exact ranks taken at stream position asOf.
+// correct takes exact ranks taken at stream position asOf. Ranks taken while
+// the tail already read past asOf (a connect racing the tail) are brought
+// forward through the history at once; the rest wait for the tail.
 func (f *feed) correct(asOf string, ranks map[*Sub]int64, at time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.pending = append(f.pending, correction{asOf: asOf, ranks: ranks, at: at})
+	if queue.CompareIDs(asOf, f.lastID) >= 0 {
+		f.pending = append(f.pending, correction{asOf: asOf, ranks: ranks, at: at})
+		return
+	}
+	for s, rank := range ranks {
+		if _, ok := f.subs[s]; !ok || rank < 0 {
+			continue // a missing rank was flagged for a recheck by the caller
+		}
+		adm, left, ok := f.since(asOf, s.Seq)
+		if !ok {
+			s.correctedAt = time.Time{} // too old to bring forward: re-rank next tick
+			continue
+		}
+		s.correctedAt = at
+		s.based, s.rank0, s.adm0, s.leftAhead = true, rank, f.admitted-adm, left
+	}
 }
 
 // applyBefore applies the corrections the tail has caught up with: those
@@ -98,13 +159,16 @@ func (f *feed) applyBefore(id string, inclusive bool) {
 	f.pending = kept
 }
 
-// process applies one stream record to the subscribers.
+// process applies one stream record to the subscribers. A subscriber whose
+// wait the record ends gets it as its final record and leaves the feed.
 func (f *feed) process(r queue.Record) {
 	switch r.Kind {
 	case queue.RecordAdmitted:
 		f.admitted++
+		f.remember(moved{id: r.ID, seq: r.Seq, admitted: true})
 	case queue.RecordLeft:
 		if r.WasWaiting {
+			f.remember(moved{id: r.ID, seq: r.Seq})
 			for s := range f.subs {
 				if s.based && s.Seq > r.Seq {
 					s.leftAhead++
@@ -118,6 +182,7 @@ func (f *feed) process(r queue.Record) {
 	for _, s := range f.bySeq[r.Seq] {
 		if s.UserID == r.UserID {
 			s.signal(func() { s.final = &r })
+			f.removeLocked(s)
 		}
 	}
 }

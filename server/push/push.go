@@ -91,9 +91,10 @@ type Sub struct {
 // Notify is signalled whenever Take has something new.
 func (s *Sub) Notify() <-chan struct{} { return s.notify }
 
-// Take returns and clears what arrived: the newest position, the record that
-// ended the wait (admitted, left or done), and whether the place could not be
-// confirmed, so the caller should look the attempt up itself.
+// Take returns what arrived: the newest position and whether the place could
+// not be confirmed, so the caller should look the attempt up itself (both
+// cleared), and the record that ended the wait (admitted, left or done; it
+// stays, and nothing follows it).
 func (s *Sub) Take() (*Update, *queue.Record, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -167,6 +168,9 @@ func New(eng Engine, opts ...Option) *Hub {
 	for _, o := range opts {
 		o(h)
 	}
+	if h.tick <= 0 {
+		h.tick = DefaultTick
+	}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	return h
 }
@@ -232,15 +236,15 @@ func (h *Hub) Subscribers(eventID string) int {
 func (h *Hub) feedFor(ctx context.Context, eventID string) (*feed, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.ctx.Err() != nil {
+		return nil, h.ctx.Err()
+	}
 	if f := h.feeds[eventID]; f != nil {
 		// Restart the linger clock so the feed is not dropped before the caller adds to it.
 		f.mu.Lock()
 		f.emptySince = time.Now()
 		f.mu.Unlock()
 		return f, nil
-	}
-	if h.ctx.Err() != nil {
-		return nil, h.ctx.Err()
 	}
 	// The tail starts at the newest record, read before any subscriber is ranked.
 	last, err := h.eng.LastRecordID(ctx, eventID)

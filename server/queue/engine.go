@@ -169,8 +169,10 @@ type Entry struct {
 	Waiting int64
 	// ETA estimates the wait from the measured promotion rate.
 	ETA time.Duration
-	// AdmittedAt and ExpiresAt are set while ACTIVE.
+	// AdmittedAt, AdmissionNo (the 1-based order of admissions in the event)
+	// and ExpiresAt are set while ACTIVE.
 	AdmittedAt    time.Time
+	AdmissionNo   int64
 	ExpiresAt     time.Time
 	AdmittedTotal int64
 }
@@ -342,18 +344,19 @@ func toInt(v any) int64 {
 }
 
 // fill sets the status-dependent fields of en from a script's
-// {status, detail, waiting, admitted at, admitted, rate, batch, interval} tail.
+// {status, detail, waiting, admitted at, admission no, admitted, rate, batch, interval} tail.
 func fill(en *Entry, r []any) {
 	en.Status = Status(r[0].(string))
 	detail := toInt(r[1])
 	en.Waiting = toInt(r[2])
-	en.AdmittedTotal = toInt(r[4])
+	en.AdmittedTotal = toInt(r[5])
 	switch en.Status {
 	case StatusWaiting:
 		en.Position = detail
-		en.ETA = eta(detail, toInt(r[5]), toInt(r[6]), toInt(r[7]))
+		en.ETA = eta(detail, toInt(r[6]), toInt(r[7]), toInt(r[8]))
 	case StatusActive:
 		en.AdmittedAt = time.UnixMilli(toInt(r[3])).UTC()
+		en.AdmissionNo = toInt(r[4])
 		en.ExpiresAt = time.UnixMilli(detail).UTC()
 	}
 }

@@ -15,25 +15,25 @@ import (
 // parseRecord reads one stream message of eventID.
 func parseRecord(eventID string, m redis.XMessage) Record {
 	str := func(k string) string { s, _ := m.Values[k].(string); return s }
+	num := func(k string) int64 { n, _ := strconv.ParseInt(str(k), 10, 64); return n }
 	ms := func(k string) time.Time {
-		n, err := strconv.ParseInt(str(k), 10, 64)
-		if err != nil || n == 0 {
-			return time.Time{}
+		if n := num(k); n != 0 {
+			return time.UnixMilli(n).UTC()
 		}
-		return time.UnixMilli(n).UTC()
+		return time.Time{}
 	}
-	seq, _ := strconv.ParseInt(str("q"), 10, 64)
 	return Record{
-		ID:         m.ID,
-		Kind:       RecordKind(str("k")),
-		EventID:    eventID,
-		Seq:        seq,
-		UserID:     str("u"),
-		At:         ms("t"),
-		ExpiresAt:  ms("x"),
-		Seat:       str("seat"),
-		OrderID:    str("o"),
-		WasWaiting: str("w") == "1",
+		ID:          m.ID,
+		Kind:        RecordKind(str("k")),
+		EventID:     eventID,
+		Seq:         num("q"),
+		UserID:      str("u"),
+		At:          ms("t"),
+		ExpiresAt:   ms("x"),
+		AdmissionNo: num("n"),
+		Seat:        str("seat"),
+		OrderID:     str("o"),
+		WasWaiting:  str("w") == "1",
 	}
 }
 

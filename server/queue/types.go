@@ -112,8 +112,9 @@ type Record struct {
 	UserID string
 	// At is when the change was decided.
 	At time.Time
-	// ExpiresAt is set on admitted records.
-	ExpiresAt time.Time
+	// ExpiresAt and AdmissionNo (the 1-based order of admissions) are set on admitted records.
+	ExpiresAt   time.Time
+	AdmissionNo int64
 	// Seat and OrderID are set on done records.
 	Seat    string
 	OrderID string

@@ -1,7 +1,7 @@
 -- join.lua: put a user in line, or return the attempt they already hold.
 -- KEYS and ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id
--- Returns {result, status, seq, detail, waiting, admitted at, admitted, rate, batch, interval}:
+-- Returns {result, status, seq, detail, waiting, admitted at, admission no, admitted, rate, batch, interval}:
 --   result NEW | EXISTS, or an error code with nothing changed;
 --   detail is the 1-based position while WAITING, the expiry in ms when ACTIVE.
 local user = ARGV[3]
@@ -12,13 +12,13 @@ end
 
 local ws = redis.call('ZSCORE', K_W, user)
 if ws then
-  return {'EXISTS', 'WAITING', ws, redis.call('ZRANK', K_W, user) + 1, redis.call('ZCARD', K_W), 0, progress()}
+  return {'EXISTS', 'WAITING', ws, redis.call('ZRANK', K_W, user) + 1, redis.call('ZCARD', K_W), 0, 0, progress()}
 end
-local as, at = active_attempt(user)
+local as, at, no = active_attempt(user)
 if as then
   local exp = tonumber(redis.call('ZSCORE', K_A, user)) or 0
   if exp > NOW then
-    return {'EXISTS', 'ACTIVE', as, exp, redis.call('ZCARD', K_W), at, progress()}
+    return {'EXISTS', 'ACTIVE', as, exp, redis.call('ZCARD', K_W), at, no, progress()}
   end
   retire(user, 'E', 'expired')
 end
@@ -38,9 +38,9 @@ local waiting = redis.call('ZCARD', K_W)
 if waiting == 0 and cfg[3] ~= '1' and cfg[2] ~= 'batch' then
   local live = redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
   if live < tonumber(cfg[1]) then
-    redis.call('HINCRBY', K_N, 'admitted', 1)
-    return {'NEW', 'ACTIVE', seq, admit(user, seq, tonumber(cfg[6])), 0, NOW, progress()}
+    local exp, no = admit(user, seq, tonumber(cfg[6]))
+    return {'NEW', 'ACTIVE', seq, exp, 0, NOW, no, progress()}
   end
 end
 redis.call('ZADD', K_W, seq, user)
-return {'NEW', 'WAITING', seq, waiting + 1, waiting + 1, 0, progress()}
+return {'NEW', 'WAITING', seq, waiting + 1, waiting + 1, 0, 0, progress()}

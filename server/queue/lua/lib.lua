@@ -5,7 +5,7 @@
 --   KEYS[2]  seq    STRING arrival sequence (INCR): the waiting score
 --   KEYS[3]  w      ZSET   waiting: member user id, score seq
 --   KEYS[4]  a      ZSET   active: member user id, score expiry (ms)
---   KEYS[5]  as     HASH   active user id -> "seq|admitted at ms" of the admitted attempt
+--   KEYS[5]  as     HASH   active user id -> "seq|admitted at ms|admission number" of the admitted attempt
 --   KEYS[6]  f      HASH   finished seq -> E (expired) | D (done) | L (left)
 --   KEYS[7]  n      HASH   counters: joined, admitted, left, expired, done, rate, next_tick
 --   KEYS[8]  st     HASH   seats taken: seat id -> user id|seq|order id
@@ -28,12 +28,14 @@ local function emit(kind, seq, user, ...)
     'k', kind, 'q', seq, 'u', user, 't', NOW, ...)
 end
 
--- active_attempt returns the seq and admission time (ms) of user's active attempt, or nil.
+-- active_attempt returns the seq, admission time (ms) and admission number of
+-- user's active attempt, or nil.
 local function active_attempt(user)
   local v = redis.call('HGET', K_AS, user)
-  if not v then return nil, 0 end
-  local bar = string.find(v, '|', 1, true)
-  return tonumber(string.sub(v, 1, bar - 1)), tonumber(string.sub(v, bar + 1))
+  if not v then return nil, 0, 0 end
+  local a = string.find(v, '|', 1, true)
+  local b = string.find(v, '|', a + 1, true)
+  return tonumber(string.sub(v, 1, a - 1)), tonumber(string.sub(v, a + 1, b - 1)), tonumber(string.sub(v, b + 1))
 end
 
 -- retire ends the active attempt of user with a finished letter and record kind.
@@ -49,26 +51,27 @@ local function retire(user, letter, kind, ...)
   return seq
 end
 
--- state returns the status of attempt (user, seq), a detail and the admission
--- time: WAITING -> 0-based rank, ACTIVE/EXPIRED -> expiry ms; nil when unknown.
+-- state returns the status of attempt (user, seq), a detail, and for an
+-- active attempt its admission time and number: WAITING -> 0-based rank,
+-- ACTIVE/EXPIRED -> expiry ms; nil when unknown.
 local function state(user, seq)
   local ws = redis.call('ZSCORE', K_W, user)
   if ws and tonumber(ws) == seq then
-    return 'WAITING', redis.call('ZRANK', K_W, user), 0
+    return 'WAITING', redis.call('ZRANK', K_W, user), 0, 0
   end
-  local as, at = active_attempt(user)
+  local as, at, no = active_attempt(user)
   if as == seq then
     local exp = tonumber(redis.call('ZSCORE', K_A, user)) or 0
     if exp > NOW then
-      return 'ACTIVE', exp, at
+      return 'ACTIVE', exp, at, no
     end
-    return 'EXPIRED', exp, at
+    return 'EXPIRED', exp, at, no
   end
   local f = redis.call('HGET', K_F, tostring(seq))
-  if f == 'E' then return 'EXPIRED', 0, 0 end
-  if f == 'D' then return 'DONE', 0, 0 end
-  if f == 'L' then return 'LEFT', 0, 0 end
-  return nil, 0, 0
+  if f == 'E' then return 'EXPIRED', 0, 0, 0 end
+  if f == 'D' then return 'DONE', 0, 0, 0 end
+  if f == 'L' then return 'LEFT', 0, 0, 0 end
+  return nil, 0, 0, 0
 end
 
 -- hold_lease claims or renews the admission lease for replica; false if another holds it.
@@ -93,12 +96,14 @@ local function progress()
   return tonumber(n[1]) or 0, tonumber(n[2]) or 0, tonumber(c[1]) or 0, tonumber(c[2]) or 0
 end
 
--- admit makes user active for ttl seconds and announces it.
+-- admit makes user active for ttl seconds, numbers the admission (the
+-- event's admitted count) and announces it; returns the expiry and the number.
 local function admit(user, seq, ttl)
   local exp = NOW + ttl * 1000
+  local no = redis.call('HINCRBY', K_N, 'admitted', 1)
   redis.call('ZADD', K_A, exp, user)
-  redis.call('HSET', K_AS, user, seq .. '|' .. NOW)
-  emit('admitted', seq, user, 'x', exp)
-  return exp
+  redis.call('HSET', K_AS, user, seq .. '|' .. NOW .. '|' .. no)
+  emit('admitted', seq, user, 'x', exp, 'n', no)
+  return exp, no
 end
 

@@ -62,9 +62,6 @@ if room > 0 and queued > 0 then
     admit(head[i], head[i + 1], ttl)
   end
   promoted = #head / 2
-  if promoted > 0 then
-    redis.call('HINCRBY', K_N, 'admitted', promoted)
-  end
 end
 -- rate: promotions per second while people wait, smoothed, in milli-units.
 -- Ticks with an empty line say nothing about how fast the line moves.

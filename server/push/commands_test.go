@@ -1,0 +1,147 @@
+package push_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rushline/rushline/server/push"
+	"github.com/rushline/rushline/server/queue"
+)
+
+// measureWindow is how many hub ticks one measurement window spans.
+const measureWindow = 20
+
+// tickCost is what one measurement window saw, per hub tick.
+type tickCost struct {
+	server float64 // INFO commandstats calls, script-run commands included
+	client float64 // commands the hub's client sent (go-redis hook)
+}
+
+// measureTicks subscribes every attempt of ens to a fresh hub with opts, lets
+// the connect-time ranks land, then counts the Redis commands of
+// measureWindow quiet ticks and checks them against the bound for a hub
+// that re-ranks at most batch attempts per tick.
+func measureTicks(t *testing.T, addr string, a *admin, eventID string, ens []queue.Entry, batch int, opts ...push.Option) tickCost {
+	t.Helper()
+	n := len(ens)
+	k := MustHub(t, addr, append([]push.Option{push.WithTick(testTick)}, opts...)...)
+	defer k.Close()
+	subs := k.MustSubscribeAll(t, eventID, ens, 8)
+	if got := k.hub.Subscribers(eventID); got != n {
+		t.Fatalf("Subscribers = %d, want %d", got, n)
+	}
+	// Let the connect-time ranks land before counting.
+	k.spy.WaitPushed(t, eventID, a.MustLastID(t, eventID), 1)
+
+	serverBefore := MustCommandStats(t, a.rdb)
+	clientBefore, namesBefore := k.counter.Snapshot()
+	ticksBefore := k.spy.Ticks(eventID)
+	k.spy.WaitTicks(t, eventID, measureWindow)
+	ticks := k.spy.Ticks(eventID) - ticksBefore
+	serverAfter := MustCommandStats(t, a.rdb)
+	clientAfter, namesAfter := k.counter.Snapshot()
+
+	server, byCmd := diffStats(serverBefore, serverAfter)
+	c := tickCost{server: float64(server) / float64(ticks), client: float64(clientAfter-clientBefore) / float64(ticks)}
+	t.Logf("%d subscribers, %d ticks: %.1f server commands/tick %v; %.1f client commands/tick %v",
+		n, ticks, c.server, sorted(byCmd), c.client, sorted(diffNames(namesBefore, namesAfter)))
+
+	// Per tick the hub sends one EVALSHA (rank.lua) and reads its stream
+	// with XREAD. rank.lua runs XREVRANGE, ZCARD and two HMGETs, plus ZSCORE
+	// and ZRANK per re-ranked attempt. A tick follows a stream read, which
+	// blocks 200 ms on a quiet stream, so with a 20 ms tick there is about
+	// one XREAD per tick; allow two for the reads in flight at either end of
+	// the window. Server: 1 + 4 + 2×batch + 2. Client: 1 + 2. None of it
+	// depends on how many subscribers there are.
+	serverBound := float64(1 + 4 + 2*batch + 2)
+	if c.server > serverBound {
+		t.Errorf("%.1f server commands per tick, bound %.0f", c.server, serverBound)
+	}
+	if c.client > 3 {
+		t.Errorf("%.1f client commands per tick, bound 3", c.client)
+	}
+	for _, s := range subs {
+		k.hub.Unsubscribe(s)
+	}
+	return c
+}
+
+func TestCommandsPerTickAreBounded(t *testing.T) {
+	t.Parallel()
+	const correctBatch = push.DefaultCorrectBatch
+	variants := []struct {
+		name  string
+		batch int
+		opts  []push.Option
+	}{
+		{
+			// Connect-time ranks only: a tick is the progress read and the tail.
+			name: "no re-ranks", batch: 0,
+			opts: []push.Option{push.WithCorrections(correctBatch, time.Hour)},
+		},
+		{
+			// Worst case of the default batch: every tick re-ranks a full batch.
+			name: "default batch re-ranked every tick", batch: correctBatch,
+			opts: []push.Option{push.WithCorrections(correctBatch, 0)},
+		},
+	}
+	sizes := []int{500, 5000}
+	var mu sync.Mutex
+	got := map[string]map[int]tickCost{}
+	t.Run("sizes", func(t *testing.T) {
+		for _, n := range sizes {
+			t.Run(fmt.Sprintf("%d subscribers", n), func(t *testing.T) {
+				t.Parallel()
+				addr := MustRedis(t)
+				a := MustAdmin(t, addr)
+				ev := a.MustEvent(t, fmt.Sprintf("cost-%d", n))
+				ens := a.MustJoinN(t, ev.ID, "u", n, 8)
+				for _, v := range variants {
+					t.Run(v.name, func(t *testing.T) {
+						c := measureTicks(t, addr, a, ev.ID, ens, v.batch, v.opts...)
+						mu.Lock()
+						defer mu.Unlock()
+						if got[v.name] == nil {
+							got[v.name] = map[int]tickCost{}
+						}
+						got[v.name][n] = c
+					})
+				}
+			})
+		}
+	})
+	for _, v := range variants {
+		small, ok1 := got[v.name][sizes[0]]
+		large, ok2 := got[v.name][sizes[1]]
+		if !ok1 || !ok2 {
+			continue // a subtest failed already
+		}
+		if large.server > 1.5*small.server+10 || large.client > 1.5*small.client+10 {
+			t.Errorf("%s: per tick %d subscribers cost %+v, %d cost %+v: grows with subscribers",
+				v.name, sizes[1], large, sizes[0], small)
+		}
+	}
+}
+
+func diffNames(before, after map[string]int64) map[string]int64 {
+	d := map[string]int64{}
+	for k, v := range after {
+		if n := v - before[k]; n != 0 {
+			d[k] = n
+		}
+	}
+	return d
+}
+
+// sorted renders a command count map in a stable order for logs.
+func sorted(m map[string]int64) string {
+	s := ""
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		s += fmt.Sprintf(" %s=%d", k, m[k])
+	}
+	return "{" + s + " }"
+}
