@@ -323,10 +323,13 @@ func (s *Server) leave(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if err := s.Engine.Leave(c.Request.Context(), c.Param("event"), c.Param("token"), actor); err != nil {
+	was, err := s.Engine.Leave(c.Request.Context(), c.Param("event"), c.Param("token"), actor)
+	if err != nil {
 		s.fail(c, err)
 		return
 	}
+	// The state the token was in when it left (ACTIVE: it was admitted first).
+	c.Header("X-Queue-Status", string(was))
 	c.Status(http.StatusNoContent)
 }
 

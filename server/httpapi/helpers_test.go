@@ -20,6 +20,7 @@ import (
 	"github.com/rushline/rushline/server/auth"
 	"github.com/rushline/rushline/server/httpapi"
 	"github.com/rushline/rushline/server/metrics"
+	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/redisproc"
 	"github.com/rushline/rushline/server/redisproc/redistest"
@@ -77,29 +78,62 @@ type Fixture struct {
 	Keys    auth.Keys
 	Metrics *metrics.Metrics
 	Clock   *Clock
+	// Push is the SSE hub, on a Redis client of its own.
+	Push *push.Hub
+}
+
+// testQueueTokenKey signs the queue tokens of every fixture.
+var testQueueTokenKey = []byte("test-queue-token-key")
+
+// testPushTick is how often a fixture's hub pushes places, and the least gap
+// between two places to one stream: fast, so stream tests need not wait out
+// the production defaults.
+const testPushTick = 50 * time.Millisecond
+
+// FixtureOptions adjust a fixture.
+type FixtureOptions struct {
+	// Redis adjust its redis-server (e.g. redistest.AppendOnly).
+	Redis []func(*redisproc.Options)
+	// Push adjust its SSE hub, after the fixture's own (tick and position
+	// gap testPushTick, metrics observer, quiet logger).
+	Push []push.Option
 }
 
 // MustServer starts a fixture; redis options (e.g. redistest.AppendOnly)
 // adjust its redis-server. Everything stops at the end of the test.
 func MustServer(tb testing.TB, redisOpts ...func(*redisproc.Options)) *Fixture {
 	tb.Helper()
-	p := redistest.MustStart(tb, redisOpts...)
+	return MustServerWith(tb, FixtureOptions{Redis: redisOpts})
+}
+
+// MustServerWith starts a fixture adjusted by o. Everything stops at the end
+// of the test.
+func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
+	tb.Helper()
+	p := redistest.MustStart(tb, o.Redis...)
 	rdb := redistest.MustClient(tb, p.Addr())
+	// The hub's tails block on their connections: a client of their own, as in production.
+	tails := redistest.MustClient(tb, p.Addr())
 	st := storetest.MustOpen(tb, store.DialectSQLite)
 	clk := &Clock{t: t0}
-	eng := queue.New(rdb, []byte("test-queue-token-key"), queue.WithClock(clk.Now))
+	eng := queue.New(rdb, testQueueTokenKey, queue.WithClock(clk.Now))
 	signer, err := auth.NewSigner([]byte(testKeys.JWTSecret), []byte(testKeys.Service), auth.WithClock(clk.Now))
 	if err != nil {
 		tb.Fatalf("signer: %v", err)
 	}
 	m := metrics.New()
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	hubOpts := append([]push.Option{push.WithTick(testPushTick), push.WithPositionEvery(testPushTick),
+		push.WithObserver(m), push.WithLogger(quiet)}, o.Push...)
+	hub := push.New(queue.New(tails, testQueueTokenKey, queue.WithClock(clk.Now)), hubOpts...)
 	api := httpapi.New(httpapi.Deps{
 		Engine:  eng,
 		Catalog: queue.NewCatalog(st, eng),
 		Signer:  signer,
 		Keys:    testKeys,
 		Metrics: m,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Push:    hub,
+		Logger:  quiet,
 		Ready: func(ctx context.Context) error {
 			if err := rdb.Ping(ctx).Err(); err != nil {
 				return err
@@ -109,11 +143,14 @@ func MustServer(tb testing.TB, redisOpts ...func(*redisproc.Options)) *Fixture {
 	})
 	srv := httptest.NewServer(api.Handler())
 	tb.Cleanup(srv.Close)
+	// Runs before srv.Close: open streams end when the hub closes, so the
+	// server need not wait for them.
+	tb.Cleanup(hub.Close)
 	client := srv.Client()
 	client.Timeout = 30 * time.Second
 	return &Fixture{
 		URL: srv.URL, HTTP: srv, API: api, Client: client, Redis: p, RDB: rdb, Store: st,
-		Engine: eng, Catalog: api.Catalog, Signer: signer, Keys: testKeys, Metrics: m, Clock: clk,
+		Engine: eng, Catalog: api.Catalog, Signer: signer, Keys: testKeys, Metrics: m, Clock: clk, Push: hub,
 	}
 }
 

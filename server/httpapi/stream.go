@@ -67,13 +67,15 @@ func (w *sse) write(b []byte) error {
 	return nil
 }
 
-// gone reports whether the client closed its side: a read that must not
-// wait finds EOF. (A stream's client sends nothing after its request.)
+// gone reports whether the client closed its side: a read that barely
+// waits finds EOF. (A stream's client sends nothing after its request.) The
+// deadline must lie ahead: with one already past, Go fails the read as timed
+// out without looking at the socket, and a vanished client is never seen.
 func (w *sse) gone() bool {
 	if w.conn == nil {
 		return false // the request context says so on the fallback path
 	}
-	_ = w.conn.SetReadDeadline(time.Now())
+	_ = w.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
 	var one [1]byte
 	_, err := w.conn.Read(one[:])
 	var ne net.Error
@@ -160,6 +162,12 @@ func (s *Server) stream(c *gin.Context) {
 	)
 	if en.Status == queue.StatusWaiting {
 		if sub, first, err = s.Push.Subscribe(ctx, eventID, en.Seq, en.UserID); err != nil {
+			select {
+			case <-s.Push.Done():
+				// Shutting down: a 503, so the client retries on another replica.
+				err = queue.Unavailable(err)
+			default:
+			}
 			s.fail(c, err)
 			return
 		}

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -179,7 +180,8 @@ func (f *feed) process(r queue.Record) {
 	default:
 		return
 	}
-	for _, s := range f.bySeq[r.Seq] {
+	// A copy: removeLocked rewrites the slice.
+	for _, s := range slices.Clone(f.bySeq[r.Seq]) {
 		if s.UserID == r.UserID {
 			s.signal(func() { s.final = &r })
 			f.removeLocked(s)

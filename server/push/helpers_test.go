@@ -139,7 +139,7 @@ func (a *admin) MustPromote(tb testing.TB, ev queue.Event, n int) {
 // MustLeave gives up en's attempt as its owner.
 func (a *admin) MustLeave(tb testing.TB, eventID string, en queue.Entry) {
 	tb.Helper()
-	if err := a.eng.Leave(context.Background(), eventID, en.Token, queue.Actor{UserID: en.UserID}); err != nil {
+	if _, err := a.eng.Leave(context.Background(), eventID, en.Token, queue.Actor{UserID: en.UserID}); err != nil {
 		tb.Fatalf("leave %s as %s: %v", eventID, en.UserID, err)
 	}
 }

@@ -20,8 +20,10 @@ import (
 const (
 	// DefaultTick is how often each event's places are recomputed and pushed.
 	DefaultTick = 500 * time.Millisecond
-	// DefaultHeartbeat is the longest a subscriber goes without a position.
-	DefaultHeartbeat = 5 * time.Second
+	// DefaultHeartbeat is the target gap between positions to an idle
+	// subscriber. It is checked on ticks, so it sits a tick and some slack
+	// under API.md's "at least every 5 s".
+	DefaultHeartbeat = 4 * time.Second
 	// DefaultPositionEvery is the shortest gap between two positions to one
 	// subscriber. Subscribers are spread over the ticks in between, so a
 	// moving line does not turn every tick into a burst of writes to every

@@ -461,24 +461,26 @@ func (e *Engine) Verify(ctx context.Context, eventID, token string, actor Actor)
 	return en, nil
 }
 
-// Leave frees the place or active slot of token; later users move up.
-// Leaving a finished attempt succeeds again without change.
-func (e *Engine) Leave(ctx context.Context, eventID, token string, actor Actor) error {
+// Leave frees the place or active slot of token; later users move up. It
+// returns the state the attempt was in: WAITING or ACTIVE when this call ended
+// it, a finished state when it had already ended (which succeeds again
+// without change).
+func (e *Engine) Leave(ctx context.Context, eventID, token string, actor Actor) (Status, error) {
 	seq, user, err := e.open(ctx, eventID, token)
 	if err != nil {
-		return err
+		return "", err
 	}
 	r, err := e.run(ctx, scriptLeave, eventID, user, seq, flag(actor.Owns(user)))
 	if err != nil {
-		return fmt.Errorf("queue: leave %s: %w", eventID, err)
+		return "", fmt.Errorf("queue: leave %s: %w", eventID, err)
 	}
 	switch code := r[0].(string); code {
 	case "OK":
-		return nil
+		return Status(r[1].(string)), nil
 	case string(CodeTokenOwnerMismatch):
-		return Errorf(CodeTokenOwnerMismatch, "the queue token belongs to another user")
+		return "", Errorf(CodeTokenOwnerMismatch, "the queue token belongs to another user")
 	default:
-		return lookupErr(code, eventID)
+		return "", lookupErr(code, eventID)
 	}
 }
 

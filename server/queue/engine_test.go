@@ -107,13 +107,13 @@ func TestLifecycle(t *testing.T) {
 		}},
 		// Leaving while ACTIVE frees the slot and allows a new join.
 		{"leave while ACTIVE then join", func(t *testing.T, eng *queue.Engine, clk *clock, ev queue.Event, tok string) {
-			if err := eng.Leave(ctx, ev.ID, tok, owner); err != nil {
+			if _, err := eng.Leave(ctx, ev.ID, tok, owner); err != nil {
 				t.Fatal(err)
 			}
 			if st := MustStatus(t, eng, ev.ID, tok).Status; st != queue.StatusLeft {
 				t.Fatalf("status %s", st)
 			}
-			if err := eng.Leave(ctx, ev.ID, tok, owner); err != nil {
+			if _, err := eng.Leave(ctx, ev.ID, tok, owner); err != nil {
 				t.Fatalf("second leave: %v", err)
 			}
 			st, _ := eng.Stats(ctx, ev)
@@ -140,7 +140,7 @@ func TestLifecycle(t *testing.T) {
 		}},
 		// The simulator key never acts for an ACTUAL user's token.
 		{"simulator on ACTUAL token", func(t *testing.T, eng *queue.Engine, clk *clock, ev queue.Event, tok string) {
-			err := eng.Leave(ctx, ev.ID, tok, queue.Actor{Simulator: true})
+			_, err := eng.Leave(ctx, ev.ID, tok, queue.Actor{Simulator: true})
 			MustCode(t, err, queue.CodeTokenOwnerMismatch, "")
 		}},
 		// A seat outside the map is not found.

@@ -1,0 +1,335 @@
+// Package engine runs a scenario against a rushline server: arrivals paced by
+// the scenario's phases, one goroutine per bot walking join → wait → seats →
+// order (or abandon) through the public API, every request recorded. The
+// rushline-sim command, the server's practice mode and the bench use it.
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	mrand "math/rand/v2"
+	"net/http"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rushline/rushline/simulator/pace"
+	"github.com/rushline/rushline/simulator/report"
+	"github.com/rushline/rushline/simulator/scenario"
+)
+
+// Defaults for a run.
+const (
+	// DefaultGrace is how long a run waits for bots still in flight after the
+	// last phase ends, before it stops them.
+	DefaultGrace = 5 * time.Minute
+	// DefaultSampleEvery is how often the event's stats are sampled.
+	DefaultSampleEvery = time.Second
+	// streamRetries is how often a bot reconnects a broken stream.
+	streamRetries = 5
+)
+
+// Config says where and how to run.
+type Config struct {
+	// Target is the server's base URL, e.g. http://127.0.0.1:8080.
+	Target       string
+	SimulatorKey string
+	AdminKey     string
+	// Client, when set, sends every request; it needs room for one
+	// connection per SSE bot.
+	Client *http.Client
+	// Shard (1-based) of Shards takes every Shards-th arrival; all shards
+	// together make exactly the arrivals of one unsharded run.
+	Shard, Shards int
+	// EventID overrides the scenario's event id (needed to shard a run that
+	// creates its event: every shard must name the same one).
+	EventID string
+	// Grace bounds the wait for bots in flight after the last phase.
+	Grace time.Duration
+	// Progress, when set, gets a live status line each second.
+	Progress io.Writer
+	// Wait, when set, is called with the event's opening time once the event
+	// is known, before the first arrival (practice mode uses it).
+	Opened func(eventID string, opensAt time.Time)
+}
+
+// Run plays sc against cfg.Target until every bot has finished, the grace time
+// after the last phase runs out or ctx ends. A cancelled run still returns
+// what it recorded.
+func Run(ctx context.Context, sc *scenario.Scenario, cfg Config) (report.Raw, error) {
+	if cfg.Shards == 0 {
+		cfg.Shard, cfg.Shards = 1, 1
+	}
+	if cfg.Shard < 1 || cfg.Shard > cfg.Shards {
+		return report.Raw{}, fmt.Errorf("engine: shard %d/%d", cfg.Shard, cfg.Shards)
+	}
+	if cfg.Grace == 0 {
+		cfg.Grace = DefaultGrace
+	}
+	client := cfg.Client
+	if client == nil {
+		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 30 * time.Second}}
+	}
+	a := &api{base: cfg.Target, client: client, simKey: cfg.SimulatorKey, adminKy: cfg.AdminKey}
+	ev, err := setUp(ctx, a, sc, cfg)
+	if err != nil {
+		return report.Raw{}, err
+	}
+	opensAt := time.Now()
+	if ev.OpensAt != nil && ev.OpensAt.After(opensAt) {
+		opensAt = *ev.OpensAt
+	}
+	if cfg.Opened != nil {
+		cfg.Opened(ev.ID, opensAt)
+	}
+	r := &run{sc: sc, cfg: cfg, api: a, event: ev, opensAt: opensAt, tag: randomTag()}
+	r.raw = report.Raw{Scenario: sc.Name, Seed: sc.Seed, Target: cfg.Target, EventID: ev.ID, Seats: ev.Seats,
+		Started: time.Now(), OpensAt: opensAt}
+	if cfg.Shards > 1 {
+		r.raw.Shard = fmt.Sprintf("%d/%d", cfg.Shard, cfg.Shards)
+	}
+	return r.play(ctx)
+}
+
+func randomTag() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// setUp creates the scenario's event (or finds an existing one) and returns it.
+func setUp(ctx context.Context, a *api, sc *scenario.Scenario, cfg Config) (event, error) {
+	id := cfg.EventID
+	if sc.Event.Use != "" && id == "" {
+		id = sc.Event.Use
+	}
+	if c := sc.Event.Create; c != nil && sc.Event.Use == "" {
+		if id == "" {
+			id = c.ID
+		}
+		if id == "" {
+			if cfg.Shards > 1 {
+				return event{}, errors.New("engine: a sharded run that creates its event needs an event id (event.create.id or --event)")
+			}
+			id = sc.Name + "-" + randomTag()
+		}
+		body := map[string]any{"id": id, "name": c.Name, "seats": c.Seats, "capacity": c.Capacity,
+			"admit_batch": c.AdmitBatch, "admit_interval_ms": c.AdmitIntervalMS, "active_ttl_s": c.ActiveTTLS,
+			"policy": c.Policy, "max_tps": c.MaxTPS}
+		now := time.Now().UTC()
+		if c.OpensIn > 0 {
+			body["opens_at"] = now.Add(time.Duration(c.OpensIn)).Truncate(time.Millisecond)
+		}
+		if c.ClosesIn > 0 {
+			body["closes_at"] = now.Add(time.Duration(c.ClosesIn)).Truncate(time.Millisecond)
+		}
+		err := a.do(ctx, "setup", "POST", "/api/v1/admin/events", a.admin(), body, nil, nil)
+		var ae *apiError
+		if err != nil && !(errors.As(err, &ae) && ae.Code == "EVENT_EXISTS" && cfg.Shards > 1) {
+			return event{}, fmt.Errorf("engine: create event %s: %w", id, err)
+		}
+	}
+	// Another shard may have won the create and not yet mirrored the event:
+	// look again for a moment.
+	var ev event
+	var err error
+	for try := 0; try < 20; try++ {
+		if err = a.do(ctx, "setup", "GET", "/api/v1/events/"+id, nil, nil, &ev, nil); err == nil {
+			return ev, nil
+		}
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.Code != "EVENT_NOT_FOUND" || !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
+			break
+		}
+	}
+	return event{}, fmt.Errorf("engine: event %s: %w", id, err)
+}
+
+// arrival is one scheduled bot.
+type arrival struct {
+	index int           // across all phases, before sharding
+	at    time.Duration // after the opening
+	phase *scenario.Phase
+}
+
+// schedule lists the open-model arrivals of this shard, in time order.
+func (r *run) schedule() ([]arrival, error) {
+	var out []arrival
+	var start time.Duration
+	n := 0
+	for i := range r.sc.Phases {
+		ph := &r.sc.Phases[i]
+		if ph.Arrival != scenario.ArrivalClosed {
+			p, err := pace.For(*ph, r.sc.Seed+int64(i)*7919)
+			if err != nil {
+				return nil, err
+			}
+			for _, off := range pace.Schedule(p, time.Duration(ph.Duration)) {
+				if n%r.cfg.Shards == r.cfg.Shard-1 {
+					out = append(out, arrival{index: n, at: start + off, phase: ph})
+				}
+				n++
+			}
+		}
+		start += time.Duration(ph.Duration)
+	}
+	r.closedBase = n
+	return out, nil
+}
+
+// run is one play of a scenario.
+type run struct {
+	sc         *scenario.Scenario
+	cfg        Config
+	api        *api
+	event      event
+	opensAt    time.Time
+	tag        string
+	closedBase int
+
+	mu  sync.Mutex
+	raw report.Raw
+
+	arrived, joined, waiting, active, done atomic.Int64
+}
+
+func (r *run) play(ctx context.Context) (report.Raw, error) {
+	arrivals, err := r.schedule()
+	if err != nil {
+		return report.Raw{}, err
+	}
+	total := r.sc.TotalDuration()
+	botCtx, stopBots := context.WithCancel(ctx)
+	defer stopBots()
+	var bots sync.WaitGroup
+	sampleCtx, stopSampling := context.WithCancel(context.Background())
+	var side sync.WaitGroup
+	side.Go(func() { r.sample(sampleCtx) })
+	if r.cfg.Progress != nil {
+		side.Go(func() { r.progress(sampleCtx) })
+	}
+
+	// Closed phases keep their share of the concurrency busy for their duration.
+	var start time.Duration
+	for i := range r.sc.Phases {
+		ph := &r.sc.Phases[i]
+		if ph.Arrival == scenario.ArrivalClosed {
+			conc := ph.Concurrency / r.cfg.Shards
+			if r.cfg.Shard-1 < ph.Concurrency%r.cfg.Shards {
+				conc++
+			}
+			from, until := r.opensAt.Add(start), r.opensAt.Add(start+time.Duration(ph.Duration))
+			for slot := range conc {
+				bots.Go(func() { r.closedSlot(botCtx, ph, slot, from, until, &bots) })
+			}
+		}
+		start += time.Duration(ph.Duration)
+	}
+	for _, av := range arrivals {
+		if !sleepUntil(ctx, r.opensAt.Add(av.at)) {
+			break
+		}
+		bots.Go(func() { r.bot(botCtx, av.index, av.phase) })
+	}
+
+	// Wait for the bots, but no longer than the grace time after the last phase.
+	done := make(chan struct{})
+	go func() { bots.Wait(); close(done) }()
+	grace := time.NewTimer(time.Until(r.opensAt.Add(total + r.cfg.Grace)))
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	case <-grace.C:
+	}
+	stopBots()
+	<-done
+	stopSampling()
+	side.Wait()
+
+	final := context.Background()
+	var ev event
+	if err := r.api.do(final, "setup", "GET", "/api/v1/events/"+r.event.ID, nil, nil, &ev, nil); err == nil && ev.Stats != nil {
+		r.raw.Final = *ev.Stats
+	}
+	r.raw.Finished = time.Now()
+	sort.Slice(r.raw.Bots, func(i, j int) bool { return r.raw.Bots[i].ArrivedAt.Before(r.raw.Bots[j].ArrivedAt) })
+	sort.SliceStable(r.raw.Requests, func(i, j int) bool { return r.raw.Requests[i].At.Before(r.raw.Requests[j].At) })
+	return r.raw, ctx.Err()
+}
+
+// closedSlot runs one seat of a closed phase: a bot, then another as soon as it
+// finishes, until the phase ends.
+func (r *run) closedSlot(ctx context.Context, ph *scenario.Phase, slot int, from, until time.Time, bots *sync.WaitGroup) {
+	if !sleepUntil(ctx, from) {
+		return
+	}
+	for i := 0; time.Now().Before(until) && ctx.Err() == nil; i++ {
+		r.bot(ctx, r.closedBase+(slot*r.cfg.Shards+r.cfg.Shard-1)*1_000_000+i, ph)
+	}
+}
+
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-tm.C:
+		return true
+	}
+}
+
+// sample polls the event's stats for the queue-length chart.
+func (r *run) sample(ctx context.Context) {
+	t := time.NewTicker(DefaultSampleEvery)
+	defer t.Stop()
+	for {
+		var ev event
+		if err := r.api.do(ctx, "setup", "GET", "/api/v1/events/"+r.event.ID, nil, nil, &ev, nil); err == nil && ev.Stats != nil {
+			r.mu.Lock()
+			r.raw.Samples = append(r.raw.Samples, report.Sample{At: time.Now(), EventStats: *ev.Stats})
+			r.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// progress prints one status line a second.
+func (r *run) progress(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	start := time.Now()
+	var lastJoined, lastDone int64
+	for {
+		select {
+		case <-ctx.Done():
+			fmt.Fprintln(r.cfg.Progress)
+			return
+		case <-t.C:
+		}
+		j, d := r.joined.Load(), r.done.Load()
+		fmt.Fprintf(r.cfg.Progress, "\r%6s  bots %d  joined %d  waiting %d  active %d  done %d  |  %d joins/s  %d done/s   ",
+			time.Since(start).Truncate(time.Second), r.arrived.Load(), j, r.waiting.Load(), r.active.Load(), d,
+			j-lastJoined, d-lastDone)
+		lastJoined, lastDone = j, d
+	}
+}
+
+// rng gives bot index its own reproducible random stream.
+func (r *run) rng(index int) *mrand.Rand {
+	return mrand.New(mrand.NewPCG(uint64(r.sc.Seed), uint64(index)))
+}

@@ -1,0 +1,229 @@
+// Command rushline-sim runs scenario-driven bots against a rushline server and
+// reports what happened. See scenarios/README.md for the scenario format.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rushline/rushline/simulator/engine"
+	"github.com/rushline/rushline/simulator/report"
+	"github.com/rushline/rushline/simulator/scenario"
+)
+
+// exitThresholds is the exit status of a run whose thresholds failed (as k6).
+const exitThresholds = 99
+
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return def
+}
+
+func main() {
+	root := &cobra.Command{Use: "rushline-sim", Short: "Race scenario-driven bots through a rushline waiting room",
+		SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(runCmd(), validateCmd(), reportCmd())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	err := root.ExecuteContext(ctx)
+	var failed thresholdsFailed
+	switch {
+	case errors.As(err, &failed):
+		fmt.Fprintln(os.Stderr, "rushline-sim:", err)
+		os.Exit(exitThresholds)
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "rushline-sim:", err)
+		os.Exit(1)
+	}
+}
+
+type thresholdsFailed struct{ n int }
+
+func (t thresholdsFailed) Error() string { return fmt.Sprintf("%d threshold(s) failed", t.n) }
+
+func runCmd() *cobra.Command {
+	var (
+		cfg   engine.Config
+		shard string
+		out   string
+	)
+	cmd := &cobra.Command{
+		Use:   "run SCENARIO.yaml --target URL",
+		Short: "Run a scenario and write its reports (text on stdout, JSON and HTML files)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := scenario.Load(args[0])
+			if err != nil {
+				return err
+			}
+			if cfg.Shard, cfg.Shards, err = parseShard(shard); err != nil {
+				return err
+			}
+			if isTerminal(os.Stderr) {
+				cfg.Progress = os.Stderr
+			}
+			raw, runErr := engine.Run(cmd.Context(), sc, cfg)
+			if raw.EventID == "" {
+				return runErr
+			}
+			rep, err := report.Build(raw, sc.Thresholds)
+			if err != nil {
+				return err
+			}
+			if err := writeReports(rep, out, sc.Name, shard); err != nil {
+				return err
+			}
+			if runErr != nil && !errors.Is(runErr, context.Canceled) {
+				return runErr
+			}
+			return verdict(rep)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.Target, "target", env("RUSHLINE_TARGET", "http://127.0.0.1:8080"), "server base URL ($RUSHLINE_TARGET)")
+	f.StringVar(&cfg.SimulatorKey, "simulator-key", env("RUSHLINE_SIMULATOR_KEY", ""), "simulator key ($RUSHLINE_SIMULATOR_KEY)")
+	f.StringVar(&cfg.AdminKey, "admin-key", env("RUSHLINE_ADMIN_KEY", ""), "admin key, to create the event ($RUSHLINE_ADMIN_KEY)")
+	f.StringVar(&cfg.EventID, "event", "", "event id to create or use (overrides the scenario; needed to shard a run that creates its event)")
+	f.StringVar(&shard, "shard", "", "run shard i of n (e.g. 1/2); merge the shards' JSON with `report`")
+	f.DurationVar(&cfg.Grace, "grace", engine.DefaultGrace, "how long to wait for bots still in flight after the last phase")
+	f.StringVar(&out, "out", ".", "folder for the JSON and HTML reports")
+	return cmd
+}
+
+func validateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate SCENARIO.yaml",
+		Short: "Check a scenario file; errors name the line and the field",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := scenario.Load(args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok — %d phase(s) over %s, %d bot behaviour(s), %d threshold(s)\n",
+				args[0], len(sc.Phases), sc.TotalDuration(), len(sc.Bots), len(sc.Thresholds))
+			for _, p := range sc.Phases {
+				n := "closed model"
+				if e := p.ExpectedArrivals(); e >= 0 {
+					n = fmt.Sprintf("≈%.0f arrivals", e)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "  %-12s %-8s %8s  %s\n", p.Name, p.Arrival, time.Duration(p.Duration), n)
+			}
+			return nil
+		},
+	}
+}
+
+func reportCmd() *cobra.Command {
+	var out, name string
+	cmd := &cobra.Command{
+		Use:   "report RUN.json [RUN.json …]",
+		Short: "Re-render one saved run, or merge several (e.g. shards) into one report",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reps := make([]*report.Report, 0, len(args))
+			for _, p := range args {
+				f, err := os.Open(p)
+				if err != nil {
+					return err
+				}
+				r, err := report.Read(f)
+				f.Close()
+				if err != nil {
+					return fmt.Errorf("%s: %w", p, err)
+				}
+				reps = append(reps, r)
+			}
+			rep, err := report.Merge(reps...)
+			if err != nil {
+				return err
+			}
+			if err := writeReports(rep, out, name, "merged"); err != nil {
+				return err
+			}
+			return verdict(rep)
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", ".", "folder for the merged JSON and HTML reports")
+	cmd.Flags().StringVar(&name, "name", "report", "file name stem of the merged reports")
+	return cmd
+}
+
+// writeReports prints the text summary and writes the JSON and HTML files.
+func writeReports(rep *report.Report, dir, stem, suffix string) error {
+	if err := rep.WriteText(os.Stdout); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	base := stem + "-" + time.Now().Format("20060102-150405")
+	if suffix != "" {
+		base += "-" + strings.ReplaceAll(suffix, "/", "of")
+	}
+	for _, w := range []struct {
+		ext   string
+		write func(*os.File) error
+	}{
+		{".json", func(f *os.File) error { return rep.WriteJSON(f) }},
+		{".html", func(f *os.File) error { return rep.WriteHTML(f) }},
+	} {
+		path := filepath.Join(dir, base+w.ext)
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		err = w.write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		fmt.Fprintln(os.Stderr, "wrote", path)
+	}
+	return nil
+}
+
+func verdict(rep *report.Report) error {
+	if rep.Passed() {
+		return nil
+	}
+	n := 0
+	for _, t := range rep.Thresholds {
+		if !t.Pass {
+			n++
+		}
+	}
+	return thresholdsFailed{n}
+}
+
+// parseShard reads "i/n"; "" is 1/1.
+func parseShard(s string) (int, int, error) {
+	if s == "" {
+		return 1, 1, nil
+	}
+	a, b, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(a)
+	n, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
+		return 0, 0, fmt.Errorf("--shard must be i/n with 1 ≤ i ≤ n, got %q", s)
+	}
+	return i, n, nil
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
