@@ -109,33 +109,64 @@ func TestPracticeSmallEndToEnd(t *testing.T) {
 	}
 }
 
-func TestShardsMakeOneRun(t *testing.T) {
+func TestShardsMergeToOneRun(t *testing.T) {
 	target := MustServer(t)
 	sc := MustScenario(t, "practice-small.yaml")
+	cfg := engine.Config{Target: target, SimulatorKey: keys.Simulator, AdminKey: keys.Admin}
 	var (
-		wg   sync.WaitGroup
-		raws [2]report.Raw
-		errs [2]error
+		wg     sync.WaitGroup
+		single report.Raw
+		shards [2]report.Raw
+		errs   [3]error
 	)
+	// One unsharded run and two shards of another, all at once on one server.
+	wg.Go(func() { single, errs[2] = engine.Run(context.Background(), sc, cfg) })
 	for i := range 2 {
 		wg.Go(func() {
-			raws[i], errs[i] = engine.Run(context.Background(), sc, engine.Config{Target: target,
-				SimulatorKey: keys.Simulator, AdminKey: keys.Admin, Shard: i + 1, Shards: 2, EventID: "sharded"})
+			c := cfg
+			c.Shard, c.Shards, c.EventID = i+1, 2, "sharded"
+			shards[i], errs[i] = engine.Run(context.Background(), sc, c)
 		})
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("shard %d: %v", i+1, err)
+			t.Fatalf("run %d: %v", i, err)
 		}
 	}
-	if raws[0].Shard != "1/2" || len(raws[0].Bots) != 150 || len(raws[1].Bots) != 150 {
-		t.Fatalf("shards ran %d and %d bots (%q)", len(raws[0].Bots), len(raws[1].Bots), raws[0].Shard)
+	if shards[0].Shard != "1/2" || len(shards[0].Bots) != 150 || len(shards[1].Bots) != 150 {
+		t.Fatalf("shards ran %d and %d bots (%q)", len(shards[0].Bots), len(shards[1].Bots), shards[0].Shard)
 	}
-	final := raws[0].Final
-	if raws[1].Final.Sold > final.Sold {
-		final = raws[1].Final
+	one := MustBuild(t, sc, single)
+	merged, err := report.Merge(MustBuild(t, sc, shards[0]), MustBuild(t, sc, shards[1]))
+	if err != nil {
+		t.Fatal(err)
 	}
-	raws[0].Final = final
-	MustCheckRun(t, sc, raws[0], append(raws[0].Bots, raws[1].Bots...))
+	a, b := one.Summary, merged.Summary
+	cases := []struct {
+		name      string
+		got, want int64
+	}{
+		{"bots", b.Bots.Total, a.Bots.Total},       // every arrival ran exactly once across the shards
+		{"joined", b.Joined, a.Joined},             // each joined once
+		{"orders", b.Orders, a.Orders},             // bots outnumber seats: every seat sold either way
+		{"seats sold", b.Event.Sold, a.Event.Sold}, // the event's own count agrees
+		{"inversions", b.FIFO.Inversions, 0},       // FIFO holds across shards
+	}
+	for _, tc := range cases {
+		if tc.got != tc.want {
+			t.Errorf("%s: merged shards %d, single run %d", tc.name, tc.got, tc.want)
+		}
+	}
+	MustCheckRun(t, sc, single, single.Bots)
+}
+
+// MustBuild summarises one run with the scenario's thresholds.
+func MustBuild(tb testing.TB, sc *scenario.Scenario, raw report.Raw) *report.Report {
+	tb.Helper()
+	r, err := report.Build(raw, sc.Thresholds)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
 }

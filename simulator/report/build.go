@@ -310,7 +310,7 @@ func finite(f float64) float64 {
 // waiting computes the waiting-room figures: admissions, seats, the
 // promotion, wait and reaction distributions, and FIFO order per run.
 func waiting(s *Summary, raws []Raw, runs []run, runOf []int) {
-	var promo, reaction []time.Duration
+	var promo, promoPoll, reaction []time.Duration
 	pairs := make([][]fifoPair, len(runs))
 	virtual := make([]int64, len(runs))
 	for i := range raws {
@@ -323,8 +323,16 @@ func waiting(s *Summary, raws []Raw, runs []run, runOf []int) {
 			if !b.AdmittedAt.IsZero() || !b.AdmittedSeen.IsZero() {
 				s.Admitted++
 			}
-			if !b.AdmittedAt.IsZero() && !b.AdmittedSeen.IsZero() {
-				promo = append(promo, max(b.AdmittedSeen.Sub(b.AdmittedAt), 0))
+			// Promotion latency is push delivery: bots that waited on a
+			// stream. Polling bots learn at their next poll (reported apart);
+			// bots admitted on join never waited.
+			if !b.AdmittedAt.IsZero() && !b.AdmittedSeen.IsZero() && b.PositionAtJoin > 0 {
+				d := max(b.AdmittedSeen.Sub(b.AdmittedAt), 0)
+				if b.Wait == "poll" {
+					promoPoll = append(promoPoll, d)
+				} else {
+					promo = append(promo, d)
+				}
 			}
 			if !b.ArrivedAt.IsZero() {
 				reaction = append(reaction, max(b.Reaction, 0))
@@ -354,6 +362,7 @@ func waiting(s *Summary, raws []Raw, runs []run, runOf []int) {
 		s.AbandonRate = float64(s.Abandoned) / float64(s.Joined)
 	}
 	s.Promotion = distOf(promo)
+	s.PromotionPoll = distOf(promoPoll)
 	s.Wait = distOf(waits(raws))
 	s.Reaction = distOf(reaction)
 
@@ -395,20 +404,7 @@ func metricsOf(s *Summary) map[string]float64 {
 			return
 		}
 		for _, p := range ps {
-			var v time.Duration
-			switch p {
-			case "p50":
-				v = d.P50
-			case "p90":
-				v = d.P90
-			case "p95":
-				v = d.P95
-			case "p99":
-				v = d.P99
-			case "max":
-				v = d.Max
-			}
-			m[prefix+"_"+p] = v.Seconds()
+			m[prefix+"_"+p] = d.At(p).Seconds()
 		}
 	}
 	step := func(name string) Dist {

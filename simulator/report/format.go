@@ -190,22 +190,7 @@ func (r *Report) figures() []figure {
 		}
 		parts := []string{"n=" + fmtCount(d.Count)}
 		for _, p := range ps {
-			var v time.Duration
-			switch p {
-			case "p50":
-				v = d.P50
-			case "p90":
-				v = d.P90
-			case "p95":
-				v = d.P95
-			case "p99":
-				v = d.P99
-			case "max":
-				v = d.Max
-			case "mean":
-				v = d.Mean
-			}
-			parts = append(parts, p+" "+fmtDur(v))
+			parts = append(parts, p+" "+fmtDur(d.At(p)))
 		}
 		return strings.Join(parts, "  ")
 	}
@@ -234,6 +219,7 @@ func (r *Report) figures() []figure {
 		{"seats won", fmt.Sprintf("VIRTUAL %s, ACTUAL %s (event sold %s, %s left)",
 			fmtCount(s.SeatsVirtual), fmtCount(s.SeatsActual), fmtCount(s.Event.Sold), fmtCount(s.Event.SeatsLeft))},
 		{"promotion latency", dist(s.Promotion, "p50", "p90", "p95", "p99", "max")},
+		{"  when polling", dist(s.PromotionPoll, "p50", "p90", "p95", "p99", "max")},
 		{"wait in line", dist(s.Wait, "p50", "p90", "p95", "p99", "max")},
 		{"rank latency", dist(step(StepStatus), "p50", "p95", "p99", "max")},
 		{"join latency", dist(step(StepJoin), "p50", "p95", "p99", "max")},

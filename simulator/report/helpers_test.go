@@ -109,7 +109,7 @@ func fixture() report.Raw {
 		Bots: []report.Bot{
 			bot("b1", "fast-fan", "sse", 0, 100, 1, 150, 1000, 1010, 1, 1200, report.OutcomeBought, "A-1"),
 			bot("b2", "fast-fan", "sse", 100, 50, 2, 200, 1000, 1020, 3, 1300, report.OutcomeBought, "A-2"),
-			bot("b3", "casual", "poll", 200, 80, 3, 300, 1000, 1500, 2, 1600, report.OutcomeSoldOut, ""),
+			bot("b3", "casual", "sse", 200, 80, 3, 300, 1000, 1500, 2, 1600, report.OutcomeSoldOut, ""),
 			bot("b4", "casual", "poll", 300, 90, 4, 400, 2000, 2030, 5, 5000, report.OutcomeExpired, ""),
 			bot("b5", "fast-fan", "sse", 500, 60, 5, 600, -1, -1, 0, 3000, report.OutcomeAbandoned, ""),
 			bot("b6", "casual", "poll", 1000, 70, 6, 1100, 2000, 2040, 4, 2200, report.OutcomeBought, "A-3"),

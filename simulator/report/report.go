@@ -112,8 +112,11 @@ type Summary struct {
 	// Abandoned counts bots that left the line; AbandonRate is Abandoned / Joined.
 	Abandoned   int64   `json:"abandoned"`
 	AbandonRate float64 `json:"abandon_rate"`
-	// Promotion is admission decision → the bot learns it (AdmittedSeen − AdmittedAt).
+	// Promotion is admission decision → a streaming bot receives its admitted
+	// message (AdmittedSeen − AdmittedAt), over bots that waited in line.
 	Promotion Dist `json:"promotion"`
+	// PromotionPoll is the same for polling bots: mostly their poll interval.
+	PromotionPoll Dist `json:"promotion_poll"`
 	// Wait is time in line (AdmittedAt − JoinedAt).
 	Wait Dist `json:"wait"`
 	// Reaction is arrival → pressing join.
@@ -172,6 +175,26 @@ type Dist struct {
 	Max   time.Duration `json:"max_ns"`
 	// Curve is the distribution at the quantiles of CurveQuantiles.
 	Curve []Quantile `json:"curve"`
+}
+
+// At returns the figure named p: "p50", "p90", "p95", "p99", "max" or "mean"
+// (0 for any other name).
+func (d Dist) At(p string) time.Duration {
+	switch p {
+	case "p50":
+		return d.P50
+	case "p90":
+		return d.P90
+	case "p95":
+		return d.P95
+	case "p99":
+		return d.P99
+	case "max":
+		return d.Max
+	case "mean":
+		return d.Mean
+	}
+	return 0
 }
 
 // Quantile is one point of a distribution.

@@ -59,8 +59,10 @@ func TestBuildKnownAnswers(t *testing.T) {
 	checkInt("unexpected", s.Unexpected, 3)
 	checkNear(t, "error rate", s.ErrorRate, 3.0/25)
 
-	// Promotion: 10 20 30 40 500 ms. Nearest rank: p50 = 3rd, p90 = 5th.
-	checkDist(t, "promotion", s.Promotion, report.Dist{Count: 5, Min: ms(10), Mean: ms(120), P50: ms(30), P90: ms(500), P95: ms(500), P99: ms(500), Max: ms(500)})
+	// Promotion, streaming bots b1 b2 b3: 10 20 500 ms. Nearest rank: p50 = 2nd, p90 = 3rd.
+	checkDist(t, "promotion", s.Promotion, report.Dist{Count: 3, Min: ms(10), Mean: 176666667 * time.Nanosecond /* 530 ms / 3, rounded */, P50: ms(20), P90: ms(500), P95: ms(500), P99: ms(500), Max: ms(500)})
+	// Polling bots b4 b6 learn at their next poll: 30 40 ms, reported apart.
+	checkDist(t, "promotion when polling", s.PromotionPoll, report.Dist{Count: 2, Min: ms(30), Mean: ms(35), P50: ms(30), P90: ms(40), P95: ms(40), P99: ms(40), Max: ms(40)})
 	// Wait: 700 800 850 900 1600 ms.
 	checkDist(t, "wait", s.Wait, report.Dist{Count: 5, Min: ms(700), Mean: ms(970), P50: ms(850), P90: ms(1600), P95: ms(1600), P99: ms(1600), Max: ms(1600)})
 	// Reaction: all seven bots.

@@ -39,7 +39,7 @@ func main() {
 	f := pushCmd.Flags()
 	f.StringVar(&cfg.ServerBin, "server", "bin/rushline-server", "rushline-server binary")
 	f.IntVar(&cfg.Streams, "streams", 10_000, "SSE streams to hold")
-	f.IntVar(&cfg.Batch, "batch", 1000, "admit_batch")
+	f.IntVar(&cfg.Batch, "batch", 200, "admit_batch (with --interval-ms: 2,000 promotions/s by default)")
 	f.IntVar(&cfg.IntervalMS, "interval-ms", 100, "admit_interval_ms")
 	f.DurationVar(&cfg.Quiet, "quiet", 5*time.Second, "how long to count Redis commands with every stream open and nothing moving")
 	f.StringVar(&cfg.ProfileDir, "profile", "", "save the server's heap, allocs and goroutine profiles, taken with every stream open, into this folder")

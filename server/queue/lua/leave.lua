@@ -8,12 +8,9 @@ if redis.call('EXISTS', K_CFG) == 0 then
   return {'EVENT_NOT_FOUND'}
 end
 local user, seq = ARGV[3], tonumber(ARGV[4])
-local st = state(user, seq)
+local st, refused = owned()
 if not st then
-  return {'TOKEN_NOT_FOUND'}
-end
-if ARGV[5] ~= '1' then
-  return {'TOKEN_OWNER_MISMATCH'}
+  return refused
 end
 if st == 'WAITING' then
   redis.call('ZREM', K_W, user)

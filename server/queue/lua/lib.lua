@@ -74,6 +74,20 @@ local function state(user, seq)
   return nil, 0, 0, 0
 end
 
+-- owned returns the state of the attempt (ARGV[3] user, ARGV[4] seq) when
+-- ARGV[5] says the caller owns it; otherwise nil and the error reply. An
+-- unknown attempt outranks a stranger's (API.md's order: 404 before 403).
+local function owned()
+  local st = state(ARGV[3], tonumber(ARGV[4]))
+  if not st then
+    return nil, {'TOKEN_NOT_FOUND'}
+  end
+  if ARGV[5] ~= '1' then
+    return nil, {'TOKEN_OWNER_MISMATCH'}
+  end
+  return st
+end
+
 -- hold_lease claims or renews the admission lease for replica; false if another holds it.
 local function hold_lease(replica, ms)
   local holder = redis.call('GET', K_LEASE)

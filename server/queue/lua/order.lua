@@ -8,12 +8,9 @@ if not cfg[1] then
   return {'EVENT_NOT_FOUND'}
 end
 local user, seq, seat, oid = ARGV[3], tonumber(ARGV[4]), ARGV[6], ARGV[7]
-local st = state(user, seq)
+local st, refused = owned()
 if not st then
-  return {'TOKEN_NOT_FOUND'}
-end
-if ARGV[5] ~= '1' then
-  return {'TOKEN_OWNER_MISMATCH'}
+  return refused
 end
 if st ~= 'ACTIVE' then
   return {'NOT_ACTIVE', st}
