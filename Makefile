@@ -4,7 +4,7 @@ BIN       := bin
 PKGS      := ./...
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: run build test lint bench bench-push deps
+.PHONY: run build test lint bench bench-push deps test-deps
 
 ## run: the server on its embedded default (private redis-server or miniredis, SQLite in ./data) plus the web page
 run: deps build
@@ -17,7 +17,7 @@ build:
 	$(GO) build -o $(BIN)/rushline-bench ./bench/cmd/rushline-bench
 
 ## test: gofmt + vet, then every test under the race detector against real Redis, SQLite and PostgreSQL
-test: deps lint
+test: test-deps lint
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
 ## lint: gofmt and go vet
@@ -34,13 +34,18 @@ bench: deps
 bench-push: deps build
 	$(BIN)/rushline-bench push --streams 10000 --out bench/push-latest.json
 
-## deps: install redis-server and chromium (for the HTML report's browser test) from Debian packages when missing (needs root or sudo)
+# install installs a Debian package when its command is missing (root or sudo).
+define install
+	@command -v $(1) >/dev/null 2>&1 || { \
+	  echo "$(1) missing: installing from Debian packages"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(1) >/dev/null; }
+endef
+
+## deps: redis-server, for the server's private Redis and the tests
 deps:
-	@command -v redis-server >/dev/null 2>&1 || { \
-	  echo "redis-server missing: installing from Debian packages"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq redis-server >/dev/null; }
-	@command -v chromium >/dev/null 2>&1 || { \
-	  echo "chromium missing: installing from Debian packages"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	$(call install,redis-server)
+
+## test-deps: deps plus chromium, for the browser tests
+test-deps: deps
+	$(call install,chromium)
