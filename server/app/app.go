@@ -143,7 +143,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			return errors.Join(rdb.Ping(ctx).Err(), db.Ping(ctx))
 		},
 	})
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// Streams are hijacked and set their own deadlines, so these bound only
+	// ordinary requests and idle keep-alive connections.
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
 	// Open streams end at shutdown, so it need not wait them out.
 	srv.RegisterOnShutdown(hub.Close)
 

@@ -7,6 +7,8 @@ package audit
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -114,41 +116,58 @@ func (w *Worker) Round(ctx context.Context) (int, error) {
 		w.trimmed = time.Now()
 	}
 	total := 0
+	var errs []error
 	for _, id := range ids {
-		if !w.groups[id] {
-			if err := w.src.EnsureGroup(ctx, id, DefaultGroup); err != nil {
-				return total, err
-			}
-			w.groups[id] = true
-		}
-		if claim {
-			if _, err := w.src.Claim(ctx, id, DefaultGroup, w.consumer, DefaultClaimAfter, DefaultBatch); err != nil {
-				return total, err
-			}
-		}
-		if trim {
-			if _, err := w.src.Trim(ctx, id, DefaultGroup, w.keep); err != nil {
-				return total, err
-			}
-		}
-		recs, err := w.src.ReadGroup(ctx, id, DefaultGroup, w.consumer, DefaultBatch)
+		n, err := w.event(ctx, id, claim, trim)
+		total += n
 		if err != nil {
-			return total, err
+			errs = append(errs, fmt.Errorf("audit %s: %w", id, err)) // the other events go on
 		}
-		if len(recs) == 0 {
+	}
+	return total, errors.Join(errs...)
+}
+
+// event copies at most one batch of one event's records and returns how many
+// it wrote.
+func (w *Worker) event(ctx context.Context, id string, claim, trim bool) (int, error) {
+	if !w.groups[id] {
+		if err := w.src.EnsureGroup(ctx, id, DefaultGroup); err != nil {
+			return 0, err
+		}
+		w.groups[id] = true
+	}
+	if claim {
+		if _, err := w.src.Claim(ctx, id, DefaultGroup, w.consumer, DefaultClaimAfter, DefaultBatch); err != nil {
+			return 0, err
+		}
+	}
+	if trim {
+		if _, err := w.src.Trim(ctx, id, DefaultGroup, w.keep); err != nil {
+			return 0, err
+		}
+	}
+	recs, err := w.src.ReadGroup(ctx, id, DefaultGroup, w.consumer, DefaultBatch)
+	if err != nil || len(recs) == 0 {
+		return 0, err
+	}
+	acks := make([]string, len(recs))
+	kept := recs[:0]
+	for i, r := range recs {
+		acks[i] = r.ID
+		if r.Kind == "" {
+			// Trimmed from the stream (over MAXLEN) before it was written.
+			w.log.Error("audit: record lost to stream trimming", "event", id, "id", r.ID)
 			continue
 		}
-		if err := w.dst.WriteRecords(ctx, recs); err != nil {
-			return total, err
-		}
-		acks := make([]string, len(recs))
-		for i, r := range recs {
-			acks[i] = r.ID
-		}
-		if err := w.src.Ack(ctx, id, DefaultGroup, acks...); err != nil {
-			return total, err
-		}
-		total += len(recs)
+		kept = append(kept, r)
 	}
-	return total, nil
+	if len(kept) > 0 {
+		if err := w.dst.WriteRecords(ctx, kept); err != nil {
+			return 0, err
+		}
+	}
+	if err := w.src.Ack(ctx, id, DefaultGroup, acks...); err != nil {
+		return 0, err
+	}
+	return len(kept), nil
 }

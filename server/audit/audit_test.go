@@ -130,3 +130,46 @@ func TestWrittenRecordsAreTrimmed(t *testing.T) {
 		t.Fatalf("%d entries in SQL, want 600", len(entries))
 	}
 }
+
+func TestTrimmedPendingRecordsDoNotStall(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	// A tiny stream bound, so records pile past it while SQL is away.
+	eng := queue.New(rdb, []byte("k"), queue.WithStreamMaxLen(10))
+	db := &flaky{Store: storetest.MustOpen(t, "sqlite")}
+	ev := queue.Event{ID: "overflow", Seats: 5, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 100, ActiveTTLS: 60, Policy: queue.PolicyBatch}
+	if err := eng.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	join := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, _, err := eng.Join(ctx, ev.ID, fmt.Sprintf("u_%d", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	w := audit.New(eng, db, "a", nil)
+	db.down.Store(true)
+	join(0, 50)
+	if _, err := w.Round(ctx); err == nil {
+		t.Fatal("round while SQL is down succeeded")
+	}
+	// The 50 delivered-but-unwritten records are trimmed away by later joins.
+	join(50, 1050)
+	db.down.Store(false)
+	written := 0
+	for range 20 {
+		n, err := w.Round(ctx)
+		if err != nil {
+			t.Fatalf("round after the overflow: %v", err)
+		}
+		written += n
+	}
+	entries, err := db.Entries(ctx, ev.ID)
+	if err != nil || written == 0 || len(entries) != written {
+		t.Fatalf("wrote %d records, %d entries (%v); want the surviving records written", written, len(entries), err)
+	}
+	if written >= 1050 {
+		t.Fatalf("wrote %d records: the stream bound did not trim", written)
+	}
+}

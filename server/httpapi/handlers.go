@@ -223,7 +223,9 @@ func (s *Server) entryBody(eventID string, en queue.Entry, withIdentity bool) (e
 	case queue.StatusActive:
 		pass, err := s.Signer.IssuePass(eventID, en.UserID, en.Token, en.AdmittedAt, en.ExpiresAt)
 		if err != nil {
-			return b, err
+			// The window ended between the lookup and now.
+			b.Status = queue.StatusExpired
+			return b, nil
 		}
 		b.Pass, b.ExpiresAt, b.AdmittedAt, b.AdmissionNo = pass, &en.ExpiresAt, &en.AdmittedAt, en.AdmissionNo
 	}

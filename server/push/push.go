@@ -133,6 +133,7 @@ type Hub struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	mu     sync.Mutex
+	closed bool
 	feeds  map[string]*feed
 }
 
@@ -182,7 +183,10 @@ func (h *Hub) Done() <-chan struct{} { return h.ctx.Done() }
 
 // Close stops every tail and waits for them.
 func (h *Hub) Close() {
+	h.mu.Lock()
+	h.closed = true // no feed starts after this
 	h.cancel()
+	h.mu.Unlock()
 	h.wg.Wait()
 }
 
@@ -236,27 +240,44 @@ func (h *Hub) Subscribers(eventID string) int {
 }
 
 func (h *Hub) feedFor(ctx context.Context, eventID string) (*feed, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.ctx.Err() != nil {
-		return nil, h.ctx.Err()
+	if f, err := h.existing(eventID); f != nil || err != nil {
+		return f, err
 	}
-	if f := h.feeds[eventID]; f != nil {
-		// Restart the linger clock so the feed is not dropped before the caller adds to it.
-		f.mu.Lock()
-		f.emptySince = time.Now()
-		f.mu.Unlock()
-		return f, nil
-	}
-	// The tail starts at the newest record, read before any subscriber is ranked.
+	// The tail starts at the newest record, read before any subscriber is
+	// ranked; read outside the lock so a slow Redis stalls only this event.
 	last, err := h.eng.LastRecordID(ctx, eventID)
 	if err != nil {
 		return nil, err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, h.ctx.Err()
+	}
+	if f := h.feeds[eventID]; f != nil {
+		return f, nil // another caller started it meanwhile
 	}
 	f := &feed{h: h, eventID: eventID, lastID: last, subs: map[*Sub]struct{}{}, bySeq: map[int64][]*Sub{},
 		emptySince: time.Now()}
 	h.feeds[eventID] = f
 	h.wg.Go(f.run)
+	return f, nil
+}
+
+// existing returns eventID's running feed, with its linger clock restarted so
+// it is not dropped before the caller adds to it.
+func (h *Hub) existing(eventID string) (*feed, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, h.ctx.Err()
+	}
+	f := h.feeds[eventID]
+	if f != nil {
+		f.mu.Lock()
+		f.emptySince = time.Now()
+		f.mu.Unlock()
+	}
 	return f, nil
 }
 

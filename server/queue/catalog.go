@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // EventStore keeps event definitions durably (SQL in production).
@@ -59,7 +60,13 @@ func (c *Catalog) Update(ctx context.Context, id string, change func(*Event)) (E
 	}
 	ev := old
 	change(&ev)
-	if err := ev.Validate(c.eng.Now()); err != nil {
+	// "closes_at in the future" binds a new closes_at only: an event past its
+	// close can still be paused, resumed or drained.
+	now := c.eng.Now()
+	if sameTime(ev.ClosesAt, old.ClosesAt) {
+		now = time.Time{}
+	}
+	if err := ev.Validate(now); err != nil {
 		return Event{}, err
 	}
 	if err := c.store.UpdateEvent(ctx, ev); err != nil {
@@ -72,6 +79,10 @@ func (c *Catalog) Update(ctx context.Context, id string, change func(*Event)) (E
 		return Event{}, err
 	}
 	return ev, nil
+}
+
+func sameTime(a, b *time.Time) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && a.Equal(*b))
 }
 
 // Sync mirrors into Redis every stored event Redis lacks, e.g. after Redis

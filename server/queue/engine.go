@@ -222,6 +222,11 @@ func (e *Engine) putEvent(ctx context.Context, ev Event, mode string) error {
 	if err != nil {
 		return fmt.Errorf("queue: encode event: %w", err)
 	}
+	// List the id first, whatever happens next: a listed id without config is
+	// skipped, but config without a listed id would never be ticked.
+	if err := e.rdb.SAdd(context.WithoutCancel(ctx), eventsKey, ev.ID).Err(); err != nil {
+		return storeErr(ctx, err)
+	}
 	res, err := e.run(ctx, scriptPutEvent, ev.ID, mode,
 		"json", js, "seats", ev.Seats, "capacity", ev.Capacity, "batch", ev.AdmitBatch,
 		"interval", ev.AdmitIntervalMS, "ttl", ev.ActiveTTLS, "policy", string(ev.Policy),
@@ -232,9 +237,6 @@ func (e *Engine) putEvent(ctx context.Context, ev Event, mode string) error {
 	}
 	if code := res[0].(string); code != "OK" {
 		return Errorf(Code(code), "event %q already exists", ev.ID)
-	}
-	if err := e.rdb.SAdd(ctx, eventsKey, ev.ID).Err(); err != nil {
-		return storeErr(ctx, err)
 	}
 	return nil
 }

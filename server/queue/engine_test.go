@@ -33,6 +33,8 @@ func TestJoin(t *testing.T) {
 		{name: "paused queues", mutate: func(e *queue.Event) { e.Paused = true }, want: queue.StatusWaiting, wantPos: 1},
 		// The batch policy promotes only on ticks.
 		{name: "batch policy queues", mutate: func(e *queue.Event) { e.Policy = queue.PolicyBatch }, want: queue.StatusWaiting, wantPos: 1},
+		// Adaptive never admits on join: the downstream may be down.
+		{name: "adaptive policy queues", mutate: func(e *queue.Event) { e.Policy, e.MaxTPS = queue.PolicyAdaptive, 10 }, want: queue.StatusWaiting, wantPos: 1},
 		// Before opens_at nobody may join.
 		{name: "not open", mutate: func(e *queue.Event) { e.OpensAt = &later }, wantCode: queue.CodeEventNotOpen},
 		// After closes_at nobody may join.

@@ -16,8 +16,9 @@ import (
 // errAbandon ends a wait whose patience ran out.
 var errAbandon = errors.New("patience ran out")
 
-// bot walks one simulated user through the queue and records the journey.
-func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) {
+// bot walks one simulated user through the queue, records the journey and
+// returns its outcome.
+func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome string) {
 	rng := r.rng(index)
 	beh := r.sc.PickBot(rng)
 	b := report.Bot{ID: fmt.Sprintf("%s-%d", r.tag, index), Behavior: beh.Name, Phase: ph.Name, Wait: beh.Wait,
@@ -30,6 +31,7 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) {
 		if b.Outcome == "" {
 			b.Outcome = report.OutcomeCancelled
 		}
+		outcome = b.Outcome
 		r.done.Add(1)
 		r.mu.Lock()
 		r.raw.Bots = append(r.raw.Bots, b)
@@ -71,7 +73,9 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) {
 		switch {
 		case errors.Is(err, errAbandon):
 			b.Outcome = report.OutcomeAbandoned
-			h, _ := r.api.call(context.WithoutCancel(ctx), "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, &reqs)
+			lctx, cancel := detached(ctx)
+			defer cancel()
+			h, _ := r.api.call(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, &reqs)
 			b.LeftActive = h.Get("X-Queue-Status") == "ACTIVE"
 			return
 		case err != nil:
@@ -99,8 +103,11 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) {
 	if b.Outcome == report.OutcomeSoldOut {
 		// Like a person closing the page: give the active slot back at once
 		// instead of holding it until the window expires.
-		_ = r.api.do(context.WithoutCancel(ctx), "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, &reqs)
+		lctx, cancel := detached(ctx)
+		defer cancel()
+		_ = r.api.do(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, &reqs)
 	}
+	return // the deferred record sets outcome
 }
 
 // poll waits for admission by asking for the token's status every interval.

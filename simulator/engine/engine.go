@@ -225,7 +225,7 @@ func (r *run) play(ctx context.Context) (report.Raw, error) {
 			}
 			from, until := r.opensAt.Add(start), r.opensAt.Add(start+time.Duration(ph.Duration))
 			for slot := range conc {
-				bots.Go(func() { r.closedSlot(botCtx, ph, slot, from, until, &bots) })
+				bots.Go(func() { r.closedSlot(botCtx, ph, i, slot, from, until) })
 			}
 		}
 		start += time.Duration(ph.Duration)
@@ -252,7 +252,8 @@ func (r *run) play(ctx context.Context) (report.Raw, error) {
 	stopSampling()
 	side.Wait()
 
-	final := context.Background()
+	final, cancel := detached(ctx)
+	defer cancel()
 	var ev event
 	if err := r.api.do(final, "setup", "GET", "/api/v1/events/"+r.event.ID, nil, nil, &ev, nil); err == nil && ev.Stats != nil {
 		r.raw.Final = *ev.Stats
@@ -263,15 +264,37 @@ func (r *run) play(ctx context.Context) (report.Raw, error) {
 	return r.raw, ctx.Err()
 }
 
-// closedSlot runs one seat of a closed phase: a bot, then another as soon as it
-// finishes, until the phase ends.
-func (r *run) closedSlot(ctx context.Context, ph *scenario.Phase, slot int, from, until time.Time, bots *sync.WaitGroup) {
+// closedSlot runs one seat of closed phase number phase: a bot, then another
+// as soon as it finishes, until the phase ends. Each slot of each phase and
+// shard numbers its bots in a range of its own, so bot ids never repeat.
+func (r *run) closedSlot(ctx context.Context, ph *scenario.Phase, phase, slot int, from, until time.Time) {
 	if !sleepUntil(ctx, from) {
 		return
 	}
-	for i := 0; time.Now().Before(until) && ctx.Err() == nil; i++ {
-		r.bot(ctx, r.closedBase+(slot*r.cfg.Shards+r.cfg.Shard-1)*1_000_000+i, ph)
+	const perSlot = 1 << 24
+	base := r.closedBase + ((phase*maxClosedSlots+slot)*r.cfg.Shards+r.cfg.Shard-1)*perSlot
+	for i := 0; i < perSlot && time.Now().Before(until) && ctx.Err() == nil; i++ {
+		began := time.Now()
+		if r.bot(ctx, base+i, ph) == report.OutcomeFailed && time.Since(began) < failPause {
+			// A target refusing everyone must not turn the slot into a busy loop.
+			sleepUntil(ctx, began.Add(failPause))
+		}
 	}
+}
+
+const (
+	// maxClosedSlots bounds one closed phase's concurrency (the parser's limit).
+	maxClosedSlots = 1_000_000
+	// failPause is the least time a closed-phase slot spends on a failed bot.
+	failPause = 250 * time.Millisecond
+	// cleanupTimeout bounds the calls a run makes after it was cancelled.
+	cleanupTimeout = 5 * time.Second
+)
+
+// detached is a context for clean-up calls that must outlive ctx's
+// cancellation but not hang on a frozen target.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 }
 
 func sleepUntil(ctx context.Context, t time.Time) bool {

@@ -35,7 +35,9 @@ local seq = redis.call('INCR', K_SEQ)
 redis.call('HINCRBY', K_N, 'joined', 1)
 emit('joined', seq, user)
 local waiting = redis.call('ZCARD', K_W)
-if waiting == 0 and cfg[3] ~= '1' and cfg[2] ~= 'batch' then
+-- Only the capacity policy admits on join: batch promotes on ticks alone, and
+-- adaptive must not let anyone in past a downstream it may have found down.
+if waiting == 0 and cfg[3] ~= '1' and cfg[2] == 'capacity' then
   local live = redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
   if live < tonumber(cfg[1]) then
     local exp, no = admit(user, seq, tonumber(cfg[6]))
