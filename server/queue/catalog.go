@@ -10,7 +10,9 @@ import (
 // EventStore keeps event definitions durably (SQL in production).
 type EventStore interface {
 	CreateEvent(ctx context.Context, ev Event) error
-	UpdateEvent(ctx context.Context, ev Event) error
+	// ChangeEvent reads, changes and writes one event atomically: concurrent
+	// changes are serialized, and an error from change rolls back.
+	ChangeEvent(ctx context.Context, id string, change func(*Event) error) (Event, error)
 	DeleteEvent(ctx context.Context, id string) error
 	Event(ctx context.Context, id string) (Event, error)
 	Events(ctx context.Context) ([]Event, error)
@@ -51,32 +53,39 @@ func (c *Catalog) Create(ctx context.Context, ev Event) (Event, error) {
 	return ev, nil
 }
 
-// Update applies change to an event, validates, stores and mirrors it. The
-// admission ticker of every replica applies it at the next tick.
+// Update applies change to an event, validates, stores and mirrors it, with
+// concurrent updates serialized by the store: the Redis mirror is written
+// while the stored row is locked, so mirrors land in commit order. The
+// admission ticker of every replica applies the change at its next tick.
 func (c *Catalog) Update(ctx context.Context, id string, change func(*Event)) (Event, error) {
-	old, err := c.store.Event(ctx, id)
-	if err != nil {
-		return Event{}, err
-	}
-	ev := old
-	change(&ev)
-	// "closes_at in the future" binds a new closes_at only: an event past its
-	// close can still be paused, resumed or drained.
-	now := c.eng.Now()
-	if sameTime(ev.ClosesAt, old.ClosesAt) {
-		now = time.Time{}
-	}
-	if err := ev.Validate(now); err != nil {
-		return Event{}, err
-	}
-	if err := c.store.UpdateEvent(ctx, ev); err != nil {
-		return Event{}, fmt.Errorf("queue: update event %s: %w", id, err)
-	}
-	if err := c.eng.PutEvent(ctx, ev); err != nil {
-		if rerr := c.store.UpdateEvent(context.WithoutCancel(ctx), old); rerr != nil {
+	var old Event
+	mirrored := false
+	ev, err := c.store.ChangeEvent(ctx, id, func(ev *Event) error {
+		old = *ev
+		change(ev)
+		// "closes_at in the future" binds a new closes_at only: an event past
+		// its close can still be paused, resumed or drained.
+		now := c.eng.Now()
+		if sameTime(ev.ClosesAt, old.ClosesAt) {
+			now = time.Time{}
+		}
+		if err := ev.Validate(now); err != nil {
+			return err
+		}
+		if err := c.eng.PutEvent(ctx, *ev); err != nil {
+			return err
+		}
+		mirrored = true
+		return nil
+	})
+	if err != nil && mirrored {
+		// The commit failed after the mirror: put the stored definition back.
+		if rerr := c.eng.PutEvent(context.WithoutCancel(ctx), old); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
-		return Event{}, err
+	}
+	if err != nil {
+		return Event{}, fmt.Errorf("queue: update event %s: %w", id, err)
 	}
 	return ev, nil
 }

@@ -29,11 +29,18 @@ func (m *memStore) CreateEvent(_ context.Context, ev queue.Event) error {
 	return nil
 }
 
-func (m *memStore) UpdateEvent(_ context.Context, ev queue.Event) error {
+func (m *memStore) ChangeEvent(_ context.Context, id string, change func(*queue.Event) error) (queue.Event, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.events[ev.ID] = ev
-	return nil
+	ev, ok := m.events[id]
+	if !ok {
+		return queue.Event{}, queue.Errorf(queue.CodeEventNotFound, "no event")
+	}
+	if err := change(&ev); err != nil {
+		return queue.Event{}, err
+	}
+	m.events[id] = ev
+	return ev, nil
 }
 
 func (m *memStore) DeleteEvent(_ context.Context, id string) error {

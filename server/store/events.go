@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/rushline/rushline/server/queue"
 )
@@ -36,8 +37,46 @@ func (s *Store) CreateEvent(ctx context.Context, ev queue.Event) error {
 // and the nil times included, except ID and CreatedAt. An unknown id gives
 // CodeEventNotFound.
 func (s *Store) UpdateEvent(ctx context.Context, ev queue.Event) error {
+	return updateEvent(s.db.WithContext(ctx), ev)
+}
+
+// ChangeEvent reads event id, lets change modify it and writes it back, in
+// one transaction holding the row's lock, so concurrent changes (a pause and
+// a PATCH, on any replica) never lose one another. An error from change
+// rolls everything back and is returned as it is.
+func (s *Store) ChangeEvent(ctx context.Context, id string, change func(*queue.Event) error) (queue.Event, error) {
+	var ev queue.Event
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		q := tx.Where("id = ?", id).Limit(1)
+		if s.Dialect() == DialectPostgres {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"}) // SQLite's immediate transactions already serialize writers
+		}
+		var rows []EventRow
+		if err := q.Find(&rows).Error; err != nil {
+			return unavailable("get event "+id, err)
+		}
+		if len(rows) == 0 {
+			return eventNotFound(id)
+		}
+		ev = rows[0].Event()
+		if err := change(&ev); err != nil {
+			return err
+		}
+		return updateEvent(tx, ev)
+	})
+	if err != nil {
+		var qe *queue.Error
+		if errors.As(err, &qe) {
+			return queue.Event{}, err
+		}
+		return queue.Event{}, unavailable("change event "+id, err)
+	}
+	return ev, nil
+}
+
+func updateEvent(db *gorm.DB, ev queue.Event) error {
 	row := eventRow(ev)
-	res := s.db.WithContext(ctx).Model(&EventRow{}).Where("id = ?", ev.ID).Updates(map[string]any{
+	res := db.Model(&EventRow{}).Where("id = ?", ev.ID).Updates(map[string]any{
 		"name":              row.Name,
 		"seats":             row.Seats,
 		"capacity":          row.Capacity,

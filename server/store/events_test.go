@@ -258,3 +258,47 @@ func TestCreateEventConcurrent(t *testing.T) {
 		})
 	}
 }
+
+func TestChangeEventLosesNothing(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			s := storetest.MustOpen(t, dialect)
+			ctx := context.Background()
+			ev := queue.Event{ID: "contended", Name: "c", Seats: 10, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 100,
+				ActiveTTLS: 60, Policy: queue.PolicyCapacity, CreatedAt: time.Now().UTC()}
+			if err := s.CreateEvent(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+			// 16 admins each raise capacity by one, at once.
+			const n = 16
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					if _, err := s.ChangeEvent(ctx, ev.ID, func(e *queue.Event) error { e.Capacity++; return nil }); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			got, err := s.Event(ctx, ev.ID)
+			if err != nil || got.Capacity != 1+n {
+				t.Fatalf("capacity %d (%v), want %d: a concurrent change was lost", got.Capacity, err, 1+n)
+			}
+			// A change that fails rolls back and returns its own error.
+			_, err = s.ChangeEvent(ctx, ev.ID, func(e *queue.Event) error {
+				e.Capacity = 999
+				return queue.Errorf(queue.CodeBadRequest, "no")
+			})
+			if queue.ErrorCode(err) != queue.CodeBadRequest {
+				t.Fatalf("failed change: %v", err)
+			}
+			if got, _ := s.Event(ctx, ev.ID); got.Capacity != 1+n {
+				t.Fatalf("capacity %d after a failed change", got.Capacity)
+			}
+			_, err = s.ChangeEvent(ctx, "missing", func(*queue.Event) error { return nil })
+			if queue.ErrorCode(err) != queue.CodeEventNotFound {
+				t.Fatalf("unknown event: %v", err)
+			}
+		})
+	}
+}
