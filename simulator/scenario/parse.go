@@ -418,29 +418,26 @@ func (d *decoder) number(e entry, path string) float64 {
 }
 
 func (d *decoder) duration(e entry, path string) Duration {
-	v, ok := d.scalar(e, path, "a duration such as 300ms, 2s or 1m30s")
-	if !ok {
-		return 0
-	}
-	dur, err := ParseDuration(v.Value)
-	if err != nil {
-		d.invalid(path, "%v", err)
-		return 0
-	}
-	return dur
+	return parsed(d, e, path, "a duration such as 300ms, 2s or 1m30s", ParseDuration)
 }
 
 func (d *decoder) rate(e entry, path string) Rate {
-	v, ok := d.scalar(e, path, "a rate such as 50/s, 3000/m or 1.5")
+	return parsed(d, e, path, "a rate such as 50/s, 3000/m or 1.5", ParseRate)
+}
+
+// parsed reads a scalar with parse; a problem is recorded and gives the zero T.
+func parsed[T any](d *decoder, e entry, path, what string, parse func(string) (T, error)) T {
+	var zero T
+	v, ok := d.scalar(e, path, what)
 	if !ok {
-		return 0
+		return zero
 	}
-	r, err := ParseRate(v.Value)
+	x, err := parse(v.Value)
 	if err != nil {
 		d.invalid(path, "%v", err)
-		return 0
+		return zero
 	}
-	return r
+	return x
 }
 
 // list returns the items of a sequence, recording each item's line.
