@@ -100,7 +100,7 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 		return
 	}
 	r.buy(ctx, rng, beh, en.Token, &b, &reqs)
-	if b.Outcome == report.OutcomeSoldOut {
+	if b.Outcome == report.OutcomeSoldOut || b.Outcome == report.OutcomeOutbid {
 		// Like a person closing the page: give the active slot back at once
 		// instead of holding it until the window expires.
 		lctx, cancel := detached(ctx)
@@ -257,7 +257,7 @@ func (r *run) buy(ctx context.Context, rng *mrand.Rand, beh *scenario.Bot, token
 			want = ""
 		case errors.As(err, &ae) && ae.Code == "SEAT_TAKEN":
 			b.SeatTaken++
-			b.Outcome = report.OutcomeSoldOut
+			b.Outcome = report.OutcomeOutbid
 			return
 		case r.ended(ctx, err, b):
 			return

@@ -43,7 +43,7 @@ func MustScenario(tb testing.TB, name string) *scenario.Scenario {
 }
 
 // finals are the outcomes a bot may end a complete run with.
-var finals = map[string]bool{report.OutcomeBought: true, report.OutcomeSoldOut: true,
+var finals = map[string]bool{report.OutcomeBought: true, report.OutcomeSoldOut: true, report.OutcomeOutbid: true,
 	report.OutcomeAbandoned: true, report.OutcomeExpired: true}
 
 // MustCheckRun asserts what every run of practice-small must show.

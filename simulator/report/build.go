@@ -22,7 +22,7 @@ type run struct {
 }
 
 // outcomeOrder is how outcomes are listed; others follow by name.
-var outcomeOrder = []string{OutcomeBought, OutcomeSoldOut, OutcomeExpired, OutcomeAbandoned, OutcomeFailed, OutcomeCancelled}
+var outcomeOrder = []string{OutcomeBought, OutcomeSoldOut, OutcomeOutbid, OutcomeExpired, OutcomeAbandoned, OutcomeFailed, OutcomeCancelled}
 
 // stepOrder is how steps are listed; others follow by name.
 var stepOrder = []string{StepJoin, StepStatus, StepStream, StepSeats, StepOrder, StepLeave}

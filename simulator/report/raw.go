@@ -31,6 +31,7 @@ type Raw struct {
 const (
 	OutcomeBought    = "bought"    // got a seat
 	OutcomeSoldOut   = "sold_out"  // admitted, but every seat was gone
+	OutcomeOutbid    = "outbid"    // admitted, but lost more seat races (SEAT_TAKEN) than it retries
 	OutcomeExpired   = "expired"   // admitted, but the window ran out before an order
 	OutcomeAbandoned = "abandoned" // left the line when patience ran out
 	OutcomeFailed    = "failed"    // an unexpected error ended the bot
