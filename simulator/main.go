@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -67,8 +66,8 @@ func runCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if cfg.Shard, cfg.Shards, err = parseShard(shard); err != nil {
-				return err
+			if cfg.Shard, cfg.Shards, err = report.ParseShard(shard); err != nil {
+				return fmt.Errorf("--shard: %w", err)
 			}
 			if isTerminal(os.Stderr) {
 				cfg.Progress = os.Stderr
@@ -207,20 +206,6 @@ func verdict(rep *report.Report) error {
 		}
 	}
 	return thresholdsFailed{n}
-}
-
-// parseShard reads "i/n"; "" is 1/1.
-func parseShard(s string) (int, int, error) {
-	if s == "" {
-		return 1, 1, nil
-	}
-	a, b, ok := strings.Cut(s, "/")
-	i, err1 := strconv.Atoi(a)
-	n, err2 := strconv.Atoi(b)
-	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
-		return 0, 0, fmt.Errorf("--shard must be i/n with 1 ≤ i ≤ n, got %q", s)
-	}
-	return i, n, nil
 }
 
 func isTerminal(f *os.File) bool {

@@ -53,8 +53,8 @@ type Config struct {
 	Grace time.Duration
 	// Progress, when set, gets a live status line each second.
 	Progress io.Writer
-	// Wait, when set, is called with the event's opening time once the event
-	// is known, before the first arrival (practice mode uses it).
+	// Opened, when set, is called with the event's opening time once the
+	// event is known, before the first arrival (practice mode uses it).
 	Opened func(eventID string, opensAt time.Time)
 }
 

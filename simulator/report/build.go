@@ -104,7 +104,7 @@ func groupRuns(in []Raw) ([]Raw, []run, error) {
 	}
 	ks := make([]keyed, len(in))
 	for j, raw := range in {
-		i, n, err := shardOf(raw.Shard)
+		i, n, err := ParseShard(raw.Shard)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -493,8 +493,8 @@ func unexpected(q *Request) bool {
 	return false
 }
 
-// shardOf parses "i/n"; "" is (0, 0).
-func shardOf(s string) (i, n int, err error) {
+// ParseShard parses a shard name "i/n" (1 ≤ i ≤ n); "" is (0, 0), no shard.
+func ParseShard(s string) (i, n int, err error) {
 	if s == "" {
 		return 0, 0, nil
 	}
