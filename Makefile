@@ -4,7 +4,7 @@ BIN       := bin
 PKGS      := ./...
 TESTFLAGS ?= -race -count=1 -timeout 20m
 
-.PHONY: run build test lint bench bench-push deps test-deps
+.PHONY: run build test lint fuzz bench bench-go bench-compare bench-push deps test-deps
 
 ## run: the server on its embedded default (private redis-server or miniredis, SQLite in ./data) plus the web page
 run: deps build
@@ -26,25 +26,46 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-## bench: Go benchmarks of the engine scripts and HTTP handlers on a private real Redis
-bench: deps
+## fuzz: every Fuzz* target under server/ and simulator/ for FUZZTIME each (go test -fuzz takes one target per run);
+## new crashers land in the package's testdata/fuzz/<target>/, and plain `go test` replays them
+FUZZTIME  ?= 10s
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' server simulator | sort); do \
+	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    echo "== ./$$(dirname $$f) $$t"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./$$(dirname $$f)/; \
+	  done; \
+	done
+
+## bench: the full harness (takes ~10 min): redis-benchmark ceilings, the naive baseline and rushline-server
+## at 1k/100k/1M waiting, admission, 10,000 SSE streams, memory → bench/results/<date>-<host>.json and .md
+bench: deps build
+	$(BIN)/rushline-bench run --out bench/results
+
+## bench-go: Go benchmarks of the engine scripts and HTTP handlers on a private real Redis
+bench-go: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./server/queue/ ./server/httpapi/ | tee bench/go-bench.txt
+
+## bench-compare: every figure of two result files with its change, e.g. make bench-compare OLD=a.json NEW=b.json
+bench-compare: build
+	$(BIN)/rushline-bench compare $(OLD) $(NEW)
 
 ## bench-push: 10,000 SSE streams against one server process, all promoted (latency, RSS, Redis commands per tick)
 bench-push: deps build
 	$(BIN)/rushline-bench push --streams 10000 --out bench/push-latest.json
 
-# install installs a Debian package when its command is missing (root or sudo).
+# install installs a Debian package (the second argument, default the command's name) when its command is missing (root or sudo).
 define install
 	@command -v $(1) >/dev/null 2>&1 || { \
 	  echo "$(1) missing: installing from Debian packages"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(1) >/dev/null; }
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(or $(2),$(1)) >/dev/null; }
 endef
 
-## deps: redis-server, for the server's private Redis and the tests
+## deps: redis-server, for the server's private Redis and the tests, and redis-benchmark for the bench smoke test
 deps:
 	$(call install,redis-server)
+	$(call install,redis-benchmark,redis-tools)
 
 ## test-deps: deps plus chromium, for the browser tests
 test-deps: deps

@@ -22,7 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Server is a rushline-server child process.
+// Server is a child server process: rushline-server or the naive baseline.
 type Server struct {
 	URL  string
 	Keys Keys
@@ -48,22 +48,35 @@ func freeAddr() (string, error) {
 
 // StartServer runs bin at redisURL with a fresh data dir and waits for /readyz.
 func StartServer(ctx context.Context, bin, redisURL, dataDir string, log io.Writer) (*Server, error) {
+	k := DefaultKeys
+	s, err := startProcess(ctx, "/readyz", log, func(addr string) []string {
+		return []string{bin, "--addr", addr, "--redis-url", redisURL, "--data", dataDir,
+			"--admin-key", k.Admin, "--simulator-key", k.Simulator, "--service-key", k.Service, "--jwt-secret", k.JWT,
+			"--log-format", "json"}
+	})
+	if s != nil {
+		s.Keys = k
+	}
+	return s, err
+}
+
+// startProcess runs the command argv(addr) on a free loopback address and
+// waits until readyPath answers 200.
+func startProcess(ctx context.Context, readyPath string, log io.Writer, argv func(addr string) []string) (*Server, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
-	k := DefaultKeys
-	cmd := exec.CommandContext(ctx, bin, "--addr", addr, "--redis-url", redisURL, "--data", dataDir,
-		"--admin-key", k.Admin, "--simulator-key", k.Simulator, "--service-key", k.Service, "--jwt-secret", k.JWT,
-		"--log-format", "json")
+	args := argv(addr)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("bench: start %s: %w", bin, err)
+		return nil, fmt.Errorf("bench: start %s: %w", args[0], err)
 	}
-	s := &Server{URL: "http://" + addr, Keys: k, cmd: cmd}
+	s := &Server{URL: "http://" + addr, cmd: cmd}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		res, err := http.Get(s.URL + "/readyz")
+		res, err := http.Get(s.URL + readyPath)
 		if err == nil {
 			res.Body.Close()
 			if res.StatusCode == http.StatusOK {
@@ -72,7 +85,7 @@ func StartServer(ctx context.Context, bin, redisURL, dataDir string, log io.Writ
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return nil, fmt.Errorf("bench: %s not ready at %s", bin, s.URL)
+			return nil, fmt.Errorf("bench: %s not ready at %s", args[0], s.URL)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -116,6 +129,42 @@ func (s *Server) Stop() {
 	case <-time.After(10 * time.Second):
 		_ = s.cmd.Process.Kill()
 		<-done
+	}
+}
+
+// CPUTime is the CPU time the server has used so far (0 if unknown).
+func (s *Server) CPUTime() time.Duration {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(s.cmd.Process.Pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name's closing parenthesis; utime and stime are the 12th and 13th.
+	_, rest, _ := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / clockTicks
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on Linux).
+const clockTicks = 100
+
+// Settle waits until the server uses under a tenth of a core (background
+// work after a bulk fill done), or until limit passes.
+func (s *Server) Settle(ctx context.Context, limit time.Duration) {
+	const every = 500 * time.Millisecond
+	deadline := time.Now().Add(limit)
+	last := s.CPUTime()
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(every)
+		now := s.CPUTime()
+		if now-last < every/10 {
+			return
+		}
+		last = now
 	}
 }
 

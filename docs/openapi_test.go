@@ -362,13 +362,37 @@ func TestEndpointsInStep(t *testing.T) {
 	}
 }
 
-// TestErrorCodesInStep: the Error code enum is exactly API.md's error table.
+// extraCodesKey names the ErrorCode extension that lists codes the server adds
+// to API.md's table (API.md allows additions), each with its HTTP status.
+const extraCodesKey = "x-rushline-added-codes"
+
+// mustCodeTable is API.md's error table plus the codes the document declares
+// under extraCodesKey, none of which may be in API.md already.
+func mustCodeTable(tb testing.TB, doc map[string]any) map[string]int {
+	tb.Helper()
+	table, err := extractErrorTable(MustReadAPIMD(tb))
+	if err != nil {
+		tb.Fatalf("API.md: %v", err)
+	}
+	extra, _ := mapAt(tb, doc, doc, "components", "schemas", "ErrorCode")[extraCodesKey].(map[string]any)
+	for c, v := range extra {
+		if _, dup := table[c]; dup {
+			tb.Errorf("%s lists %s, which API.md already has", extraCodesKey, c)
+		}
+		status, ok := v.(int)
+		if !ok || http.StatusText(status) == "" {
+			tb.Fatalf("%s: %s has status %v, want an HTTP status", extraCodesKey, c, v)
+		}
+		table[c] = status
+	}
+	return table
+}
+
+// TestErrorCodesInStep: the Error code enum is exactly API.md's error table
+// plus the codes the document declares as added.
 func TestErrorCodesInStep(t *testing.T) {
 	doc := MustLoadSpec(t)
-	table, err := extractErrorTable(MustReadAPIMD(t))
-	if err != nil {
-		t.Fatalf("API.md: %v", err)
-	}
+	table := mustCodeTable(t, doc)
 	code := mapAt(t, doc, doc, "components", "schemas", "Error", "properties", "error", "properties", "code")
 	enum := stringList(code["enum"])
 	if len(enum) == 0 {
@@ -487,10 +511,7 @@ func TestOperations(t *testing.T) {
 // that API.md's table files under that very status; 429 and 503 carry Retry-After.
 func TestErrorResponses(t *testing.T) {
 	doc := MustLoadSpec(t)
-	table, err := extractErrorTable(MustReadAPIMD(t))
-	if err != nil {
-		t.Fatalf("API.md: %v", err)
-	}
+	table := mustCodeTable(t, doc)
 	errorRef := "#/components/schemas/Error"
 	for _, o := range operations(t, doc) {
 		for status, resp := range mapAt(t, doc, o.op, "responses") {
@@ -587,6 +608,9 @@ func TestSchemaConstraints(t *testing.T) {
 		{path: "EventCreate.max_tps", min: f(0)},
 		{path: "EventPatch.policy", enum: []string{"capacity", "batch", "adaptive"}},
 		{path: "EventPatch.max_tps", min: f(0)},
+		{path: "EventCreate.priority_share", min: f(0), max: f(1)},
+		{path: "EventPatch.priority_share", min: f(0), max: f(1)},
+		{path: "QueueJoin.priority_code", pattern: "^[A-Za-z0-9_.-]{1,64}$"},
 		{path: "SessionCreate.nickname", minLen: f(1), maxLen: f(32)},
 		{path: "QueueJoin.user_type", enum: []string{"ACTUAL", "VIRTUAL"}},
 		{path: "QueueEntry.user_type", enum: []string{"ACTUAL", "VIRTUAL"}},
@@ -651,18 +675,21 @@ func TestSchemaFields(t *testing.T) {
 	}{
 		{"Session", []string{"user_id", "nickname", "access_token", "expires_at"}, nil},
 		{"EventCreate", []string{"id", "name", "seats", "capacity", "admit_batch", "admit_interval_ms", "active_ttl_s", "policy"},
-			[]string{"max_tps", "opens_at", "closes_at"}},
-		{"EventPatch", nil, []string{"capacity", "admit_batch", "admit_interval_ms", "active_ttl_s", "policy", "max_tps", "closes_at"}},
+			[]string{"max_tps", "opens_at", "closes_at", "priority_share"}},
+		{"EventPatch", nil, []string{"capacity", "admit_batch", "admit_interval_ms", "active_ttl_s", "policy", "max_tps", "closes_at", "priority_share"}},
 		{"Event", []string{"id", "name", "seats", "capacity", "admit_batch", "admit_interval_ms", "active_ttl_s", "policy", "max_tps", "paused", "created_at"},
-			[]string{"opens_at", "closes_at"}},
+			[]string{"opens_at", "closes_at", "priority_share"}},
 		{"EventWithStats", []string{"id", "paused", "created_at", "stats"}, nil},
 		{"EventStats", []string{"waiting", "active", "admitted_total", "sold", "seats_left"}, nil},
 		{"EventList", []string{"events"}, nil},
 		{"LoadReport", []string{"tps"}, nil},
-		{"QueueJoin", []string{"user_type"}, []string{"bot_id"}},
-		{"QueueEntry", []string{"token", "user_id", "user_type", "status", "waiting"}, []string{"position", "eta_s", "pass", "expires_at"}},
-		{"QueueStatus", []string{"status", "waiting", "admitted_total"}, []string{"position", "eta_s", "pass", "expires_at"}},
-		{"SsePosition", []string{"position", "waiting", "eta_s"}, nil},
+		{"QueueJoin", []string{"user_type"}, []string{"bot_id", "priority_code", "priority"}},
+		{"QueueEntry", []string{"token", "user_id", "user_type", "status", "waiting"}, []string{"position", "eta_s", "pass", "expires_at", "lane"}},
+		{"QueueStatus", []string{"status", "waiting", "admitted_total"}, []string{"position", "eta_s", "pass", "expires_at", "lane"}},
+		{"SsePosition", []string{"position", "waiting", "eta_s"}, []string{"lane"}},
+		{"PriorityGrant", nil, []string{"user_ids", "codes"}},
+		{"PriorityGranted", []string{"users", "codes"}, nil},
+		{"PriorityGrantList", []string{"users", "codes"}, nil},
 		{"SseAdmitted", []string{"pass", "expires_at"}, nil},
 		{"SseClosed", []string{"status"}, nil},
 		{"VerifyRequest", []string{"token", "user_id"}, nil},

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rushline/rushline/server/app"
+	"github.com/rushline/rushline/server/ratelimit"
 	"github.com/rushline/rushline/web"
 )
 
@@ -27,6 +28,7 @@ func main() {
 	var (
 		cfg       app.Config
 		logFormat string
+		rateLimit string
 	)
 	root := &cobra.Command{
 		Use:           "rushline-server",
@@ -38,6 +40,9 @@ func main() {
 			log, err := newLogger(logFormat)
 			if err != nil {
 				return err
+			}
+			if cfg.RateLimit, err = ratelimit.Parse(rateLimit); err != nil {
+				return fmt.Errorf("--rate-limit: %w", err)
 			}
 			cfg.Logger, cfg.Web = log, web.FS()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -59,20 +64,29 @@ func main() {
 	f.StringVar(&cfg.Keys.Service, "service-key", env("RUSHLINE_SERVICE_KEY", ""), "order-service key, also signs passes ($RUSHLINE_SERVICE_KEY)")
 	f.StringVar(&cfg.Keys.JWTSecret, "jwt-secret", env("RUSHLINE_JWT_SECRET", ""), "session and queue-token signing secret ($RUSHLINE_JWT_SECRET)")
 	f.BoolVar(&cfg.TrustProxy, "trust-proxy", env("RUSHLINE_TRUST_PROXY", "") == "true", "take client addresses from X-Forwarded-For ($RUSHLINE_TRUST_PROXY=true)")
+	f.StringVar(&rateLimit, "rate-limit", env("RUSHLINE_RATE_LIMIT", "off"), `per-client-IP limits shared through Redis ($RUSHLINE_RATE_LIMIT): "off", a bare RATE/PERIOD[:BURST] for every route, or ROUTE=LIMIT items, e.g. "join=5/s:10,status=2/s:5,seats=2/s"; routes: sessions, join, status, stream, leave, seats, orders, practice`)
+	f.StringVar(&cfg.BindDevice, "bind-device", env("RUSHLINE_BIND_DEVICE", "off"), "one live place per event per device for ACTUAL users ($RUSHLINE_BIND_DEVICE): off, cookie (the session's device cookie) or ip (the client address)")
 	f.StringVar(&cfg.Embedded, "embedded", env("RUSHLINE_EMBEDDED", ""), "zero-config Redis when --redis-url is empty: redis-server or miniredis (default: redis-server if on PATH, else miniredis)")
 	f.StringVar(&logFormat, "log-format", env("RUSHLINE_LOG_FORMAT", "text"), "text or json ($RUSHLINE_LOG_FORMAT)")
+	_ = logLevel.UnmarshalText([]byte(env("RUSHLINE_LOG_LEVEL", "info")))
+	f.TextVar(logLevel, "log-level", logLevel, "debug, info, warn or error; debug adds a line per successful request ($RUSHLINE_LOG_LEVEL)")
+	root.AddCommand(recoverCmd())
 	if err := root.ExecuteContext(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, "rushline-server:", err)
 		os.Exit(1)
 	}
 }
 
+// logLevel is the least level logged (--log-level).
+var logLevel = new(slog.LevelVar)
+
 func newLogger(format string) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: logLevel}
 	switch format {
 	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewTextHandler(os.Stderr, opts)), nil
 	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, nil)), nil
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format must be text or json, got %q", format)
 }

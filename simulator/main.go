@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -32,7 +33,7 @@ func env(name, def string) string {
 func main() {
 	root := &cobra.Command{Use: "rushline-sim", Short: "Race scenario-driven bots through a rushline waiting room",
 		SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(runCmd(), validateCmd(), reportCmd())
+	root.AddCommand(runCmd(), validateCmd(), reportCmd(), planCmd())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	err := root.ExecuteContext(ctx)
@@ -164,26 +165,31 @@ func writeReports(rep *report.Report, dir, stem, suffix string) error {
 	if err := rep.WriteText(os.Stdout); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	base := stem + "-" + time.Now().Format("20060102-150405")
 	if suffix != "" {
 		base += "-" + strings.ReplaceAll(suffix, "/", "of")
 	}
-	for _, w := range []struct {
-		ext   string
-		write func(*os.File) error
-	}{
-		{".json", func(f *os.File) error { return rep.WriteJSON(f) }},
-		{".html", func(f *os.File) error { return rep.WriteHTML(f) }},
-	} {
-		path := filepath.Join(dir, base+w.ext)
+	return writeFiles(dir, outFile{base + ".json", rep.WriteJSON}, outFile{base + ".html", rep.WriteHTML})
+}
+
+// outFile is a file writeFiles writes: its name and what writes its content.
+type outFile struct {
+	name  string
+	write func(io.Writer) error
+}
+
+// writeFiles creates dir and writes each file into it, naming each on stderr.
+func writeFiles(dir string, files ...outFile) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, of := range files {
+		path := filepath.Join(dir, of.name)
 		f, err := os.Create(path)
 		if err != nil {
 			return err
 		}
-		err = w.write(f)
+		err = of.write(f)
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}

@@ -17,17 +17,23 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rushline/rushline/server/admission"
 	"github.com/rushline/rushline/server/audit"
 	"github.com/rushline/rushline/server/auth"
 	"github.com/rushline/rushline/server/httpapi"
 	"github.com/rushline/rushline/server/metrics"
+	"github.com/rushline/rushline/server/practice"
 	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/ratelimit"
 	"github.com/rushline/rushline/server/store"
+	"github.com/rushline/rushline/simulator/scenario"
 )
 
 // Config is everything a server is started with.
@@ -41,6 +47,11 @@ type Config struct {
 	// Keys given by flag or environment; missing ones are made and kept in DataDir.
 	Keys       auth.Keys
 	TrustProxy bool
+	// RateLimit limits calls per client IP (--rate-limit); empty is off.
+	RateLimit ratelimit.Rules
+	// BindDevice binds ACTUAL joins to a device (--bind-device): "off" or ""
+	// (no check), "cookie" (the session's device cookie) or "ip".
+	BindDevice string
 	Logger     *slog.Logger
 	// Web is served at / when set.
 	Web fs.FS
@@ -49,6 +60,8 @@ type Config struct {
 	// Embedded picks the zero-config Redis when RedisURL is empty: "" tries a
 	// private redis-server, then miniredis; "redis-server" or "miniredis" insists.
 	Embedded string
+	// PracticeScenarios replaces the embedded practice scenarios when set.
+	PracticeScenarios []*scenario.Scenario
 }
 
 // Server is a running rushline server.
@@ -72,6 +85,28 @@ func tokenKey(secret string) []byte {
 	return m.Sum(nil)
 }
 
+// loopback is a dialable address of a listener: its own, or loopback when
+// it listens on every interface.
+func loopback(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// limiter counts rules in rdb, shared with every replica; nil when off.
+func limiter(rdb redis.UniversalClient, rules ratelimit.Rules, log *slog.Logger) *ratelimit.Limiter {
+	if len(rules) == 0 {
+		return nil
+	}
+	log.Info("rate limits per client IP", "rules", rules.String())
+	return ratelimit.New(rdb, rules)
+}
+
 // Start brings a server up and serves until ctx ends; Wait returns after
 // everything has stopped.
 func Start(ctx context.Context, cfg Config) (*Server, error) {
@@ -79,11 +114,20 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	// The live heap is small and the garbage per request steady: collecting
+	// at 200% instead of Go's 100% cut server CPU per join ~10% in bench
+	// runs (bench/profiles/join-after2.txt). An explicit GOGC still wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(200)
+	}
 	if cfg.Replica == "" {
 		host, _ := os.Hostname()
 		b := make([]byte, 4)
 		_, _ = rand.Read(b)
 		cfg.Replica = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+	}
+	if !httpapi.ValidBindDevice(cfg.BindDevice) {
+		return nil, fmt.Errorf("--bind-device must be off, cookie or ip, got %q", cfg.BindDevice)
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
@@ -118,6 +162,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	m := metrics.New()
 	rdb.AddHook(m.RedisHook())
 	eng := queue.New(rdb, tokenKey(keys.JWTSecret))
+	cleanups = append(cleanups, eng.Close) // before Redis goes: lets its pipelines finish
 	catalog := queue.NewCatalog(db, eng)
 	m.WatchQueues(eng)
 	if n, err := catalog.Sync(ctx); err != nil {
@@ -128,7 +173,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	tails := tailClient(rdb)
 	cleanups = append(cleanups, func() { _ = tails.Close() })
-	hub := push.New(queue.New(tails, tokenKey(keys.JWTSecret)), push.WithObserver(m), push.WithLogger(log))
+	// The hub only reads: no batcher to start (and never close).
+	hub := push.New(queue.New(tails, tokenKey(keys.JWTSecret), queue.WithBatching(queue.Batching{})),
+		push.WithObserver(m), push.WithLogger(log))
 	cleanups = append(cleanups, hub.Close)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -136,9 +183,21 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cleanup()
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
+	// Practice bots reach this very server through its HTTP API.
+	popts := []practice.Option{practice.WithLogger(log), practice.WithForgetter(m)}
+	if len(cfg.PracticeScenarios) > 0 {
+		popts = append(popts, practice.WithScenarios(cfg.PracticeScenarios...))
+	}
+	races, err := practice.New(eng, catalog, db, "http://"+loopback(ln.Addr()), keys.Simulator, popts...)
+	if err != nil {
+		_ = ln.Close()
+		cleanup()
+		return nil, err
+	}
 	api := httpapi.New(httpapi.Deps{
 		Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
-		TrustProxy: cfg.TrustProxy,
+		TrustProxy: cfg.TrustProxy, Practice: races, Limiter: limiter(rdb, cfg.RateLimit, log),
+		BindDevice: cfg.BindDevice, Priority: queue.NewPriority(db, eng),
 		Ready: func(ctx context.Context) error {
 			return errors.Join(rdb.Ping(ctx).Err(), db.Ping(ctx))
 		},
@@ -170,6 +229,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		case <-ctx.Done():
 		case err = <-serveErr:
 		}
+		races.Close() // bots first: they are clients of this server
 		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = srv.Shutdown(shutCtx)
 		cancel()

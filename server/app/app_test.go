@@ -74,6 +74,7 @@ type entry struct {
 	Status   string `json:"status"`
 	Position int    `json:"position"`
 	Pass     string `json:"pass"`
+	Seq      int64  `json:"seq"`
 }
 
 // walk runs the whole user flow of issue 2 against a running server.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -51,12 +53,17 @@ func connectRedis(ctx context.Context, cfg Config, log *slog.Logger) (redis.Univ
 	}
 	if cfg.Embedded != "miniredis" && redisproc.Available("") {
 		dir := filepath.Join(cfg.DataDir, "redis")
+		unlock, err := lockDir(dir)
+		if err != nil {
+			return nil, "", nil, err
+		}
 		p, err := redisproc.Start(ctx, redisproc.Options{Dir: dir, AppendOnly: true})
 		if err != nil {
+			unlock()
 			return nil, "", nil, fmt.Errorf("start private redis-server: %w", err)
 		}
 		rdb := newClient(&redis.Options{Addr: p.Addr()})
-		stop := func() { _ = rdb.Close(); _ = p.Stop() }
+		stop := func() { _ = rdb.Close(); _ = p.Stop(); unlock() }
 		return rdb, fmt.Sprintf("private redis-server on %s (AOF in %s)", p.Addr(), dir), stop, nil
 	}
 	m, err := miniredis.Run()
@@ -141,4 +148,22 @@ func tailClient(rdb redis.UniversalClient) redis.UniversalClient {
 		return redis.NewClient(&o)
 	}
 	return rdb
+}
+
+// lockDir takes an exclusive lock on dir (a lock file in it), so two
+// processes never run a redis-server on one data directory: a second server,
+// or `recover` while a server runs, is refused. The lock dies with its process.
+func lockDir(dir string) (func(), error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "rushline.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("data dir %s is in use by another rushline-server process (stop it first): %w", dir, err)
+	}
+	return func() { _ = f.Close() }, nil
 }

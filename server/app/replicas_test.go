@@ -47,12 +47,18 @@ func randomKey(tb testing.TB) string {
 	return hex.EncodeToString(b)
 }
 
+// newKeys returns four fresh credentials.
+func newKeys(tb testing.TB) auth.Keys {
+	tb.Helper()
+	return auth.Keys{Admin: randomKey(tb), Simulator: randomKey(tb), Service: randomKey(tb), JWTSecret: randomKey(tb)}
+}
+
 // MustReplicas starts n servers on one Redis (redisURL) and one PostgreSQL
 // schema, with the same four keys, and stops them in Cleanup. They start one
 // after another so their schema migrations do not race.
 func MustReplicas(tb testing.TB, n int, redisURL string) []*replica {
 	tb.Helper()
-	keys := auth.Keys{Admin: randomKey(tb), Simulator: randomKey(tb), Service: randomKey(tb), JWTSecret: randomKey(tb)}
+	keys := newKeys(tb)
 	databaseURL := storetest.MustPostgresSchema(tb)
 	reps := make([]*replica, n)
 	for i := range reps {
@@ -157,44 +163,76 @@ func (f *follower) admitted() []received {
 // fifoEvent is the event every replica test queues for.
 const fifoEvent = "rush"
 
-// MustPausedEvent creates a batch event on one replica and pauses it through another.
-func MustPausedEvent(ctx context.Context, tb testing.TB, hc *http.Client, reps []*replica, seats, batch int) {
+// mustCreate creates a batch event through base.
+func mustCreate(ctx context.Context, tb testing.TB, hc *http.Client, base string, keys auth.Keys, id string, seats, batch, intervalMS int, paused bool) {
 	tb.Helper()
-	admin := map[string]string{"X-Admin-Key": reps[0].srv.Keys.Admin}
-	if err := call(ctx, hc, "POST", reps[0].base+"/api/v1/admin/events", admin, map[string]any{
-		"id": fifoEvent, "name": "Replica rush", "seats": seats, "capacity": 1_000_000, "admit_batch": batch,
-		"admit_interval_ms": 50, "active_ttl_s": 600, "policy": "batch",
+	admin := map[string]string{"X-Admin-Key": keys.Admin}
+	if err := call(ctx, hc, "POST", base+"/api/v1/admin/events", admin, map[string]any{
+		"id": id, "name": id, "seats": seats, "capacity": 1_000_000, "admit_batch": batch,
+		"admit_interval_ms": intervalMS, "active_ttl_s": 600, "policy": "batch",
 	}, 201, nil); err != nil {
 		tb.Fatal(err)
 	}
-	if err := call(ctx, hc, "POST", reps[1%len(reps)].base+"/api/v1/admin/events/"+fifoEvent+"/pause", admin, nil, 200, nil); err != nil {
+	if paused {
+		mustAdmin(ctx, tb, hc, base, keys, id, "pause")
+	}
+}
+
+// mustAdmin pauses or resumes an event through base.
+func mustAdmin(ctx context.Context, tb testing.TB, hc *http.Client, base string, keys auth.Keys, id, action string) {
+	tb.Helper()
+	if err := call(ctx, hc, "POST", base+"/api/v1/admin/events/"+id+"/"+action,
+		map[string]string{"X-Admin-Key": keys.Admin}, nil, 200, nil); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// mustJoinBots queues VIRTUAL users prefix-00000.., user i through
+// bases[i%len(bases)], 16 at a time: the fault tests count on the first
+// users being near the head of the line.
+func mustJoinBots(ctx context.Context, tb testing.TB, hc *http.Client, bases []string, keys auth.Keys, id, prefix string, n int) []entry {
+	tb.Helper()
+	sim := map[string]string{"X-Simulator-Key": keys.Simulator}
+	out := make([]entry, n)
+	errs := make([]error, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				errs[i] = call(ctx, hc, "POST", bases[i%len(bases)]+"/api/v1/events/"+id+"/queue", sim,
+					map[string]string{"user_type": "VIRTUAL", "bot_id": fmt.Sprintf("%s-%05d", prefix, i)}, 201, &out[i])
+			}
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			tb.Fatalf("join %d: %v", i, err)
+		}
+	}
+	return out
+}
+
+// MustPausedEvent creates a batch event on one replica and pauses it through another.
+func MustPausedEvent(ctx context.Context, tb testing.TB, hc *http.Client, reps []*replica, seats, batch int) {
+	tb.Helper()
+	keys := reps[0].srv.Keys
+	mustCreate(ctx, tb, hc, reps[0].base, keys, fifoEvent, seats, batch, 50, false)
+	mustAdmin(ctx, tb, hc, reps[1%len(reps)].base, keys, fifoEvent, "pause")
 }
 
 // MustJoin queues n VIRTUAL users, user i on replica i%len(reps), and checks
 // that the (paused) event gave them the places 1..n.
 func MustJoin(ctx context.Context, tb testing.TB, hc *http.Client, reps []*replica, n int) []*follower {
 	tb.Helper()
-	sim := map[string]string{"X-Simulator-Key": reps[0].srv.Keys.Simulator}
-	fs := make([]*follower, n)
-	errs := make([]error, n)
-	next := atomic.Int64{}
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Go(func() {
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				r := i % len(reps)
-				f := &follower{joinedOn: r}
-				errs[i] = call(ctx, hc, "POST", reps[r].base+"/api/v1/events/"+fifoEvent+"/queue", sim,
-					map[string]string{"user_type": "VIRTUAL", "bot_id": fmt.Sprintf("bot-%05d", i)}, 201, &f.entry)
-				fs[i] = f
-			}
-		})
+	bases := make([]string, len(reps))
+	for i, r := range reps {
+		bases[i] = r.base
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		tb.Fatalf("join: %v", err)
+	fs := make([]*follower, n)
+	for i, en := range mustJoinBots(ctx, tb, hc, bases, reps[0].srv.Keys, fifoEvent, "bot", n) {
+		fs[i] = &follower{entry: en, joinedOn: i % len(reps)}
 	}
 	seen := make([]bool, n+1)
 	for i, f := range fs {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/rushline/rushline/server/queue"
@@ -23,6 +24,10 @@ const (
 	DefaultBatch = 2000
 	// DefaultIdle is the pause between rounds that found nothing.
 	DefaultIdle = 200 * time.Millisecond
+	// DefaultLinger is the pause after a round that found records but no
+	// full batch, so that the next round writes many at once: per-round
+	// costs (stream reads, acks, a transaction) dominate small batches.
+	DefaultLinger = 100 * time.Millisecond
 	// DefaultClaimAfter is how long a record may sit unacknowledged with
 	// another replica before this one takes it over.
 	DefaultClaimAfter = 30 * time.Second
@@ -75,11 +80,13 @@ func New(src Stream, dst Writer, consumer string, log *slog.Logger) *Worker {
 // Keep sets how long written records stay in the stream before trimming.
 func (w *Worker) Keep(d time.Duration) { w.keep = d }
 
-// Run copies records until ctx ends.
+// Run copies records until ctx ends. It pauses DefaultIdle after a round
+// that found nothing or failed, DefaultLinger after one that found no full
+// batch, and goes straight on while a backlog fills whole batches.
 func (w *Worker) Run(ctx context.Context) {
 	failing := false
 	for ctx.Err() == nil {
-		n, err := w.Round(ctx)
+		n, full, err := w.round(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			if !failing {
@@ -90,8 +97,15 @@ func (w *Worker) Run(ctx context.Context) {
 			w.log.Info("audit: write behind recovered")
 			failing = false
 		}
-		if n == 0 || err != nil {
-			t := time.NewTimer(DefaultIdle)
+		var pause time.Duration
+		switch {
+		case n == 0 || err != nil:
+			pause = DefaultIdle
+		case !full:
+			pause = DefaultLinger
+		}
+		if pause > 0 {
+			t := time.NewTimer(pause)
 			select {
 			case <-ctx.Done():
 			case <-t.C:
@@ -103,9 +117,16 @@ func (w *Worker) Run(ctx context.Context) {
 
 // Round copies at most one batch per event and returns how many records it wrote.
 func (w *Worker) Round(ctx context.Context) (int, error) {
+	n, _, err := w.round(ctx)
+	return n, err
+}
+
+// round is Round, also reporting whether some event filled a whole batch
+// (more may be waiting).
+func (w *Worker) round(ctx context.Context) (total int, full bool, err error) {
 	ids, err := w.src.EventIDs(ctx)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	claim := time.Since(w.claimed) > DefaultClaimAfter/3
 	if claim {
@@ -115,40 +136,54 @@ func (w *Worker) Round(ctx context.Context) (int, error) {
 	if trim {
 		w.trimmed = time.Now()
 	}
-	total := 0
 	var errs []error
 	for _, id := range ids {
-		n, err := w.event(ctx, id, claim, trim)
+		n, read, err := w.event(ctx, id, claim, trim)
+		if err != nil && lostGroup(err) {
+			// Redis lost the stream and its group (a restart without
+			// persistence, a restore): make the group again and go on.
+			delete(w.groups, id)
+			n, read, err = w.event(ctx, id, claim, trim)
+		}
 		total += n
+		full = full || read >= DefaultBatch
 		if err != nil {
+			// Whatever failed, make sure of the group again next round.
+			delete(w.groups, id)
 			errs = append(errs, fmt.Errorf("audit %s: %w", id, err)) // the other events go on
 		}
 	}
-	return total, errors.Join(errs...)
+	return total, full, errors.Join(errs...)
+}
+
+// lostGroup reports whether err says the stream or its group is gone.
+func lostGroup(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "NOGROUP") || strings.Contains(msg, "no such key")
 }
 
 // event copies at most one batch of one event's records and returns how many
-// it wrote.
-func (w *Worker) event(ctx context.Context, id string, claim, trim bool) (int, error) {
+// it wrote and how many it read.
+func (w *Worker) event(ctx context.Context, id string, claim, trim bool) (written, read int, err error) {
 	if !w.groups[id] {
 		if err := w.src.EnsureGroup(ctx, id, DefaultGroup); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		w.groups[id] = true
 	}
 	if claim {
 		if _, err := w.src.Claim(ctx, id, DefaultGroup, w.consumer, DefaultClaimAfter, DefaultBatch); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	if trim {
 		if _, err := w.src.Trim(ctx, id, DefaultGroup, w.keep); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	recs, err := w.src.ReadGroup(ctx, id, DefaultGroup, w.consumer, DefaultBatch)
 	if err != nil || len(recs) == 0 {
-		return 0, err
+		return 0, 0, err
 	}
 	acks := make([]string, len(recs))
 	kept := recs[:0]
@@ -163,11 +198,11 @@ func (w *Worker) event(ctx context.Context, id string, claim, trim bool) (int, e
 	}
 	if len(kept) > 0 {
 		if err := w.dst.WriteRecords(ctx, kept); err != nil {
-			return 0, err
+			return 0, len(recs), err
 		}
 	}
 	if err := w.src.Ack(ctx, id, DefaultGroup, acks...); err != nil {
-		return 0, err
+		return 0, len(recs), err
 	}
-	return len(kept), nil
+	return len(kept), len(recs), nil
 }

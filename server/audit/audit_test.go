@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/rushline/rushline/server/audit"
 	"github.com/rushline/rushline/server/queue"
@@ -171,5 +174,111 @@ func TestTrimmedPendingRecordsDoNotStall(t *testing.T) {
 	}
 	if written >= 1050 {
 		t.Fatalf("wrote %d records: the stream bound did not trim", written)
+	}
+}
+
+// Redis loses the stream and its consumer group (restart without
+// persistence): the worker makes the group again and writes what follows.
+func TestGroupComesBackAfterRedisLoss(t *testing.T) {
+	ctx := context.Background()
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	eng := queue.New(rdb, []byte("k"))
+	db := &flaky{Store: storetest.MustOpen(t, "sqlite")}
+	ev := queue.Event{ID: "lost", Seats: 5, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 100, ActiveTTLS: 60, Policy: queue.PolicyBatch}
+	if err := eng.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	w := audit.New(eng, db, "a", nil)
+	if _, _, err := eng.Join(ctx, ev.ID, "u_before"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.Round(ctx); err != nil || n != 1 {
+		t.Fatalf("first round: %d, %v", n, err)
+	}
+	if err := rdb.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	// As a restore does, so the new join gets a seq of its own.
+	if err := rdb.Set(ctx, queue.Keys(ev.ID)[1], 1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := eng.Join(ctx, ev.ID, "u_after"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := w.Round(ctx); err != nil || n != 1 {
+		t.Fatalf("round after the loss: wrote %d, %v; want 1", n, err)
+	}
+	entries, err := db.Entries(ctx, ev.ID)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("%d entries (%v), want u_before and u_after", len(entries), err)
+	}
+}
+
+// batches records the size of every batch written.
+type batches struct {
+	*store.Store
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (b *batches) WriteRecords(ctx context.Context, recs []queue.Record) error {
+	if err := b.Store.WriteRecords(ctx, recs); err != nil {
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sizes = append(b.sizes, len(recs))
+	return nil
+}
+
+func (b *batches) written() (total int, sizes []int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, n := range b.sizes {
+		total += n
+	}
+	return total, slices.Clone(b.sizes)
+}
+
+// TestRunWritesBacklogInFullBatches: Run writes a backlog in whole batches,
+// one after the other, and then the rest.
+func TestRunWritesBacklogInFullBatches(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	eng := queue.New(rdb, []byte("k"))
+	db := &batches{Store: storetest.MustOpen(t, "sqlite")}
+	ev := queue.Event{ID: "backlog", Seats: 5, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 100, ActiveTTLS: 60, Policy: queue.PolicyBatch}
+	if err := eng.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	const n = audit.DefaultBatch + 10
+	for i := range n {
+		if _, _, err := eng.Join(ctx, ev.ID, fmt.Sprintf("u_%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		audit.New(eng, db, "a", nil).Run(ctx)
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for total, _ := db.written(); total < n; total, _ = db.written() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records written", total, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if _, sizes := db.written(); !slices.Equal(sizes, []int{audit.DefaultBatch, 10}) {
+		t.Fatalf("batches of %v, want [%d 10]", sizes, audit.DefaultBatch)
+	}
+	if entries, err := db.Entries(context.Background(), ev.ID); err != nil || len(entries) != n {
+		t.Fatalf("%d entries, %v; want %d", len(entries), err, n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -559,12 +560,68 @@ func passClaimsMap() map[string]any {
 
 func TestParsePassRejects(t *testing.T) {
 	s := MustSigner(t)
+	valid := MustIssuePass(t, s, "ev-1", "u_ALICE", "qt-1", testNow.Add(time.Minute))
+	parts := strings.Split(valid, ".")
 	cases := []struct {
 		name    string
 		token   func(tb testing.TB) string
 		eventID string
 		wantMsg string
 	}{
+		{
+			// The payload swapped for another user's, signature kept.
+			name: "tampered payload",
+			token: func(tb testing.TB) string {
+				p, _ := json.Marshal(with(passClaimsMap(), "sub", "u_MALLORY"))
+				return parts[0] + "." + base64.RawURLEncoding.EncodeToString(p) + "." + parts[2]
+			},
+			wantMsg: "invalid signature",
+		},
+		{
+			// A later exp, signature kept.
+			name: "tampered expiry",
+			token: func(tb testing.TB) string {
+				p, _ := json.Marshal(with(passClaimsMap(), "exp", testNow.Add(time.Hour).Unix()))
+				return parts[0] + "." + base64.RawURLEncoding.EncodeToString(p) + "." + parts[2]
+			},
+			wantMsg: "invalid signature",
+		},
+		{
+			// One signature character changed.
+			name: "tampered signature",
+			token: func(tb testing.TB) string {
+				sig := []byte(parts[2])
+				sig[len(sig)/2] ^= 1
+				return parts[0] + "." + parts[1] + "." + string(sig)
+			},
+			wantMsg: "invalid signature",
+		},
+		{
+			// The header says none; the payload and signature are the real ones.
+			name: "header swapped to alg none",
+			token: func(tb testing.TB) string {
+				h := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none","typ":"JWT"}`))
+				return h + "." + parts[1] + "." + parts[2]
+			},
+			wantMsg: "invalid signature",
+		},
+		{
+			// A line break in the signature: Go's base64 would skip it, so
+			// the same pass would have a second spelling.
+			name: "line break in signature",
+			token: func(tb testing.TB) string {
+				return parts[0] + "." + parts[1] + "." + parts[2][:10] + "\r\n" + parts[2][10:]
+			},
+			wantMsg: "malformed",
+		},
+		{
+			// The signature stripped.
+			name: "no signature",
+			token: func(tb testing.TB) string {
+				return parts[0] + "." + parts[1] + "."
+			},
+			wantMsg: "invalid signature",
+		},
 		{
 			// A pass for one event does not open another.
 			name: "wrong aud",
@@ -733,14 +790,23 @@ func BenchmarkIssuePass(b *testing.B) {
 	}
 }
 
+// BenchmarkParseSession: path=fast is ParseSession on an issued token,
+// path=library the jwt library path it falls back to.
 func BenchmarkParseSession(b *testing.B) {
 	s := MustSigner(b)
 	tok := MustIssueSession(b, s, NewUserID(), "alice")
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := s.ParseSession(tok); err != nil {
-			b.Fatal(err)
-		}
+	for _, bc := range []struct {
+		name  string
+		parse func(string) (Session, error)
+	}{{"path=fast", s.ParseSession}, {"path=library", s.librarySession}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.parse(tok); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
@@ -787,5 +853,38 @@ func TestPassIsDeterministic(t *testing.T) {
 	p, err := s.ParsePass(a, "ev")
 	if err != nil || !p.IssuedAt.Equal(admitted) {
 		t.Fatalf("iat = %v (%v), want the admission time %v", p.IssuedAt, err, admitted)
+	}
+}
+
+// TestFastSessionTakesIssuedTokens: the sessions rushline issues, and ones a
+// client signs with the library in another key order, take the fast path
+// and read as the library reads them.
+func TestFastSessionTakesIssuedTokens(t *testing.T) {
+	s := MustSigner(t)
+	device, _, err := s.IssueDeviceSession("u_ALICE", "alice", "dev-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name  string
+		token string
+	}{
+		{"session", MustIssueSession(t, s, NewUserID(), "alice")},
+		{"device session", device},
+		{"no nickname", MustIssueSession(t, s, "u_ALICE", "")},
+		{"accented nickname", MustIssueSession(t, s, "u_ALICE", "Zoë Ünal")},
+		{"library map claims", MustSignJWT(t, jwt.SigningMethodHS256, jwt.MapClaims(sessionClaimsMap()), testSessionKey)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fast, ok := s.fastSession(tc.token)
+			if !ok {
+				t.Fatalf("fast path declined %q", tc.token)
+			}
+			lib, err := s.librarySession(tc.token)
+			if err != nil || !reflect.DeepEqual(fast, lib) {
+				t.Fatalf("fast path read %+v; the library %+v, %v", fast, lib, err)
+			}
+		})
 	}
 }

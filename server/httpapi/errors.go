@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/rushline/rushline/server/practice"
 	"github.com/rushline/rushline/server/queue"
 )
 
@@ -26,9 +27,11 @@ var statusOf = map[queue.Code]int{
 	queue.CodeEventClosed:        http.StatusConflict,
 	queue.CodeEventNotOpen:       http.StatusConflict,
 	queue.CodeEventExists:        http.StatusConflict,
+	queue.CodeDeviceBusy:         http.StatusConflict,
 	queue.CodeRateLimited:        http.StatusTooManyRequests,
 	queue.CodeUnavailable:        http.StatusServiceUnavailable,
 	queue.CodeInternal:           http.StatusInternalServerError,
+	practice.CodeRaceNotFinished: http.StatusConflict,
 }
 
 // retryAfter is the Retry-After, in seconds, sent with 503s.

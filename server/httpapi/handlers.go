@@ -24,7 +24,7 @@ func (s *Server) createSession(c *gin.Context) {
 		return
 	}
 	id := auth.NewUserID()
-	tok, exp, err := s.Signer.IssueSession(id, *req.Nickname)
+	tok, exp, err := s.Signer.IssueDeviceSession(id, *req.Nickname, s.deviceCookie(c))
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -38,11 +38,22 @@ type eventJSON struct {
 	Stats *queue.Stats `json:"stats,omitempty"`
 }
 
+// listEvents lists the events; practice races, each a person's private
+// event, only for a caller with the right admin key.
 func (s *Server) listEvents(c *gin.Context) {
 	events, err := s.Engine.Events(c.Request.Context())
 	if err != nil {
 		s.fail(c, err)
 		return
+	}
+	if k := c.GetHeader(headerAdmin); k == "" || !auth.Equal(k, s.Keys.Admin) {
+		public := make([]queue.Event, 0, len(events))
+		for _, ev := range events {
+			if !ev.Practice {
+				public = append(public, ev)
+			}
+		}
+		events = public
 	}
 	if events == nil {
 		events = []queue.Event{}
@@ -75,6 +86,7 @@ type eventFields struct {
 	ActiveTTLS      *int       `json:"active_ttl_s"`
 	Policy          *string    `json:"policy"`
 	MaxTPS          *int       `json:"max_tps"`
+	PriorityShare   *float64   `json:"priority_share"`
 	OpensAt         *time.Time `json:"opens_at"`
 	ClosesAt        *time.Time `json:"closes_at"`
 }
@@ -92,6 +104,7 @@ func (f eventFields) apply(ev *queue.Event) {
 	set(&ev.AdmitIntervalMS, f.AdmitIntervalMS)
 	set(&ev.ActiveTTLS, f.ActiveTTLS)
 	set(&ev.MaxTPS, f.MaxTPS)
+	set(&ev.PriorityShare, f.PriorityShare)
 	if f.Policy != nil {
 		ev.Policy = queue.Policy(*f.Policy)
 	}
@@ -116,7 +129,7 @@ func (s *Server) createEvent(c *gin.Context) {
 			return
 		}
 	}
-	ev := queue.Event{ID: *f.ID, Seats: *f.Seats}
+	ev := queue.Event{ID: *f.ID, Seats: *f.Seats, PriorityShare: queue.DefaultPriorityShare}
 	set(&ev.Name, f.Name)
 	if f.OpensAt != nil {
 		t := f.OpensAt.UTC()
@@ -138,7 +151,7 @@ func (s *Server) patchEvent(c *gin.Context) {
 		return
 	}
 	if f.ID != nil || f.Name != nil || f.Seats != nil || f.OpensAt != nil {
-		s.fail(c, badRequest("only capacity, admit_batch, admit_interval_ms, active_ttl_s, policy, max_tps and closes_at can change"))
+		s.fail(c, badRequest("only capacity, admit_batch, admit_interval_ms, active_ttl_s, policy, max_tps, priority_share and closes_at can change"))
 		return
 	}
 	// A value no event could take is a 400 even for an unknown event (400
@@ -208,11 +221,13 @@ type entryJSON struct {
 	// AdmittedAt and AdmissionNo (admission order) are set while ACTIVE.
 	AdmittedAt  *time.Time `json:"admitted_at,omitempty"`
 	AdmissionNo int64      `json:"admission_no,omitempty"`
+	// Lane is "priority" for a FAST TRACK attempt, absent for the normal lane.
+	Lane queue.Lane `json:"lane,omitempty"`
 }
 
 // entryBody renders en; the pass is signed fresh for an ACTIVE entry.
 func (s *Server) entryBody(eventID string, en queue.Entry, withIdentity bool) (entryJSON, error) {
-	b := entryJSON{Status: en.Status, Seq: en.Seq, Waiting: en.Waiting, AdmittedTotal: en.AdmittedTotal}
+	b := entryJSON{Status: en.Status, Seq: en.Seq, Waiting: en.Waiting, AdmittedTotal: en.AdmittedTotal, Lane: en.Lane}
 	if withIdentity {
 		b.Token, b.UserID, b.UserType = en.Token, en.UserID, queue.TypeOf(en.UserID)
 	}
@@ -234,12 +249,17 @@ func (s *Server) entryBody(eventID string, en queue.Entry, withIdentity bool) (e
 
 func (s *Server) join(c *gin.Context) {
 	var req struct {
-		UserType *string `json:"user_type"`
-		BotID    *string `json:"bot_id"`
+		UserType     *string `json:"user_type"`
+		BotID        *string `json:"bot_id"`
+		PriorityCode *string `json:"priority_code"`
+		Priority     *bool   `json:"priority"`
 	}
 	bodyErr := decode(c, &req)
 	virtual := req.UserType != nil && *req.UserType == string(queue.UserVirtual)
-	var userID string
+	var (
+		userID string
+		opts   queue.JoinOptions
+	)
 	switch {
 	case c.GetHeader(headerSimulator) != "" || (virtual && c.GetHeader("Authorization") == ""):
 		if err := keyCheck(c.GetHeader(headerSimulator), s.Keys.Simulator, "simulator"); err != nil {
@@ -262,6 +282,7 @@ func (s *Server) join(c *gin.Context) {
 			return
 		}
 		userID = sess.UserID
+		opts.Device = s.device(c, sess)
 	}
 	if bodyErr != nil {
 		s.fail(c, bodyErr)
@@ -280,7 +301,17 @@ func (s *Server) join(c *gin.Context) {
 	case req.BotID != nil && !queue.ValidBotID(*req.BotID):
 		s.fail(c, badRequest("bot_id must be 1-64 of [A-Za-z0-9_.-]"))
 		return
+	case req.Priority != nil && *req.Priority && !virtual:
+		s.fail(c, queue.Errorf(queue.CodeForbidden, "priority is for the simulator's VIRTUAL users; people redeem a priority_code"))
+		return
+	case req.PriorityCode != nil && !queue.ValidPriorityCode(*req.PriorityCode):
+		s.fail(c, badRequest("priority_code must be 1-64 of [A-Za-z0-9_.-]"))
+		return
 	}
+	if req.PriorityCode != nil {
+		opts.PriorityCode = *req.PriorityCode
+	}
+	opts.Priority = req.Priority != nil && *req.Priority
 	if virtual {
 		if req.BotID != nil {
 			userID += *req.BotID
@@ -288,7 +319,7 @@ func (s *Server) join(c *gin.Context) {
 			userID += uuid.NewString()
 		}
 	}
-	en, created, err := s.Engine.Join(c.Request.Context(), c.Param("event"), userID)
+	en, created, err := s.Engine.JoinWith(c.Request.Context(), c.Param("event"), userID, opts)
 	if err != nil {
 		s.fail(c, err)
 		return
@@ -302,7 +333,7 @@ func (s *Server) join(c *gin.Context) {
 	if created {
 		code = http.StatusCreated
 	}
-	c.JSON(code, b)
+	writeEntry(c, code, &b)
 }
 
 func (s *Server) status(c *gin.Context) {
@@ -316,7 +347,7 @@ func (s *Server) status(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, b)
+	writeEntry(c, http.StatusOK, &b)
 }
 
 func (s *Server) leave(c *gin.Context) {

@@ -97,6 +97,10 @@ type FixtureOptions struct {
 	// Push adjust its SSE hub, after the fixture's own (tick and position
 	// gap testPushTick, metrics observer, quiet logger).
 	Push []push.Option
+	// BindDevice is the server's device binding mode (httpapi.BindCookie, …).
+	BindDevice string
+	// Queue adjust its engine, after the fixture's clock (e.g. queue.WithBatching).
+	Queue []queue.Option
 }
 
 // MustServer starts a fixture; redis options (e.g. redistest.AppendOnly)
@@ -116,7 +120,8 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	tails := redistest.MustClient(tb, p.Addr())
 	st := storetest.MustOpen(tb, store.DialectSQLite)
 	clk := &Clock{t: t0}
-	eng := queue.New(rdb, testQueueTokenKey, queue.WithClock(clk.Now))
+	eng := queue.New(rdb, testQueueTokenKey, append([]queue.Option{queue.WithClock(clk.Now)}, o.Queue...)...)
+	tb.Cleanup(eng.Close)
 	signer, err := auth.NewSigner([]byte(testKeys.JWTSecret), []byte(testKeys.Service), auth.WithClock(clk.Now))
 	if err != nil {
 		tb.Fatalf("signer: %v", err)
@@ -134,6 +139,9 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 		Metrics: m,
 		Push:    hub,
 		Logger:  quiet,
+		// FAST TRACK grants kept in the fixture's SQL and Redis.
+		Priority:   queue.NewPriority(st, eng),
+		BindDevice: o.BindDevice,
 		Ready: func(ctx context.Context) error {
 			if err := rdb.Ping(ctx).Err(); err != nil {
 				return err

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,8 +18,10 @@ import (
 	"github.com/rushline/rushline/docs"
 	"github.com/rushline/rushline/server/auth"
 	"github.com/rushline/rushline/server/metrics"
+	"github.com/rushline/rushline/server/practice"
 	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/ratelimit"
 )
 
 // Deps are what the HTTP layer serves.
@@ -39,14 +40,27 @@ type Deps struct {
 	Web fs.FS
 	// TrustProxy takes the client address from X-Forwarded-For.
 	TrustProxy bool
+	// BindDevice is the device binding mode: BindOff (or ""), BindCookie or
+	// BindIP. With binding on, one device holds at most one live attempt per
+	// event across all its users (ACTUAL joins; simulator bots are exempt).
+	BindDevice string
+	// Priority manages FAST TRACK grants; nil answers their routes with 503.
+	Priority *queue.Priority
+	// Limiter, when set, limits calls per client IP (the --rate-limit rules).
+	Limiter *ratelimit.Limiter
+	// Practice runs practice races; nil answers their routes with 503.
+	Practice *practice.Service
 }
 
 // Server routes the API. Safe for concurrent use.
 type Server struct {
 	Deps
-	metrics *metrics.Metrics
-	log     *slog.Logger
-	router  *gin.Engine
+	metrics   *metrics.Metrics
+	observers *observers
+	log       *slog.Logger
+	router    *gin.Engine
+	// stats shares one poller per event among the public stats streams.
+	stats *statsHub
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -59,7 +73,8 @@ func New(d Deps) *Server {
 	if d.Metrics == nil {
 		d.Metrics = metrics.New()
 	}
-	s := &Server{Deps: d, metrics: d.Metrics, log: d.Logger, router: gin.New()}
+	s := &Server{Deps: d, metrics: d.Metrics, observers: newObservers(d.Metrics.HTTP), log: d.Logger, router: gin.New()}
+	s.stats = newStatsHub(s.pollStats, statsEvery)
 	r := s.router
 	r.HandleMethodNotAllowed = true
 	if d.TrustProxy {
@@ -68,7 +83,11 @@ func New(d Deps) *Server {
 		_ = r.SetTrustedProxies(nil)
 	}
 	r.ContextWithFallback = true
-	r.Use(s.recover, s.logAndMeasure, s.body)
+	r.Use(s.recover, s.logAndMeasure)
+	if limit := s.rateLimit(); limit != nil {
+		r.Use(limit) // before the body: 429 wins over every other error
+	}
+	r.Use(s.body)
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", s.ready)
@@ -79,13 +98,22 @@ func New(d Deps) *Server {
 	v1.POST("/sessions", s.createSession)
 	v1.GET("/events", s.listEvents)
 	v1.GET("/events/:event", s.getEvent)
-	v1.POST("/events/:event/queue", s.join)
+	v1.POST("/events/:event/queue", s.practiceGuard, s.join)
 	v1.GET("/events/:event/queue/:token", s.status)
 	v1.DELETE("/events/:event/queue/:token", s.leave)
 	v1.GET("/events/:event/queue/:token/stream", s.stream)
 	v1.POST("/events/:event/verify", s.verify)
 	v1.GET("/events/:event/seats", s.seats)
 	v1.POST("/events/:event/orders", s.order)
+	v1.GET("/events/:event/stats/stream", s.statsStream)
+	v1.GET("/time", s.serverTime)
+	pr := v1.Group("/practice", s.practiceReady)
+	pr.GET("/scenarios", s.practiceScenarios)
+	pr.POST("", s.startPractice)
+	pr.GET("/history", s.practiceHistory)
+	pr.GET("/leaderboard", s.practiceLeaderboard)
+	pr.GET("/:event/live", s.practiceLive)
+	pr.GET("/:event/result", s.practiceResult)
 
 	admin := v1.Group("/admin", s.requireAdmin)
 	admin.POST("/events", s.createEvent)
@@ -93,6 +121,11 @@ func New(d Deps) *Server {
 	admin.POST("/events/:event/pause", s.setPaused(true))
 	admin.POST("/events/:event/resume", s.setPaused(false))
 	admin.POST("/events/:event/load", s.reportLoad)
+	admin.POST("/events/:event/priority", s.grantPriority)
+	admin.GET("/events/:event/priority", s.listPriority)
+	admin.DELETE("/events/:event/priority/users/:user", s.revokePriorityUser)
+	admin.DELETE("/events/:event/priority/codes/:code", s.revokePriorityCode)
+	admin.GET("/events/:event/admissions", s.admissions)
 
 	// Profiles for operators, behind the admin key.
 	prof := r.Group("/debug/pprof", s.requireAdmin)
@@ -140,7 +173,10 @@ func (s *Server) recover(c *gin.Context) {
 	c.Next()
 }
 
-// logAndMeasure logs one line per request and records its latency.
+// logAndMeasure records every request's latency and logs one line per
+// request: failures at Info (4xx) or Error (5xx), successes at Debug, so the
+// hot join and status paths do not format and write a line per call unless
+// debug logging is on.
 func (s *Server) logAndMeasure(c *gin.Context) {
 	start := time.Now()
 	c.Next()
@@ -150,14 +186,20 @@ func (s *Server) logAndMeasure(c *gin.Context) {
 		route = "unmatched"
 	}
 	code := c.Writer.Status()
-	s.metrics.HTTP.WithLabelValues(route, strconv.Itoa(code)).Observe(took.Seconds())
-	level := slog.LevelInfo
-	if code >= 500 {
+	s.observers.get(route, code).Observe(took.Seconds())
+	level := slog.LevelDebug
+	switch {
+	case code >= 500:
 		level = slog.LevelError
+	case code >= 400:
+		level = slog.LevelInfo
+	}
+	if !s.log.Enabled(c.Request.Context(), level) {
+		return
 	}
 	attrs := []slog.Attr{
 		slog.String("method", c.Request.Method), slog.String("route", route), slog.String("path", c.Request.URL.Path),
-		slog.Int("status", code), slog.Duration("latency", took), slog.String("client", c.ClientIP()),
+		slog.Int("status", code), slog.Duration("latency", took), slog.String("client", s.clientAddr(c)),
 	}
 	if len(c.Errors) > 0 {
 		attrs = append(attrs, slog.String("err", c.Errors.String()))

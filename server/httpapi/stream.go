@@ -103,7 +103,7 @@ func (w *sse) send(id, event string, appendData func([]byte) []byte) error {
 
 func (w *sse) comment(text string) error { return w.write([]byte(": " + text + "\n\n")) }
 
-func positionData(pos, waiting int64, eta time.Duration) func([]byte) []byte {
+func positionData(pos, waiting int64, eta time.Duration, lane queue.Lane) func([]byte) []byte {
 	return func(b []byte) []byte {
 		b = append(b, `{"position":`...)
 		b = strconv.AppendInt(b, pos, 10)
@@ -111,6 +111,9 @@ func positionData(pos, waiting int64, eta time.Duration) func([]byte) []byte {
 		b = strconv.AppendInt(b, waiting, 10)
 		b = append(b, `,"eta_s":`...)
 		b = strconv.AppendInt(b, int64(eta/time.Second), 10)
+		if lane == queue.LanePriority {
+			b = append(b, `,"lane":"priority"`...)
+		}
 		return append(b, '}')
 	}
 }
@@ -203,7 +206,7 @@ func (s *Server) follow(ctx context.Context, w *sse, sub *push.Sub, en queue.Ent
 	gauge := s.metrics.SSE.WithLabelValues(eventID)
 	gauge.Inc()
 	defer gauge.Dec()
-	if first.Position > 0 && w.send(first.ID, "position", positionData(first.Position, first.Waiting, first.ETA)) != nil {
+	if first.Position > 0 && w.send(first.ID, "position", positionData(first.Position, first.Waiting, first.ETA, first.Lane)) != nil {
 		return
 	}
 	probe := time.NewTicker(probeEvery)
@@ -243,11 +246,11 @@ func (s *Server) follow(ctx context.Context, w *sse, sub *push.Sub, en queue.Ent
 					s.finish(w, eventID, now, first.ID)
 					return
 				}
-				if w.send(first.ID, "position", positionData(now.Position, now.Waiting, now.ETA)) != nil {
+				if w.send(first.ID, "position", positionData(now.Position, now.Waiting, now.ETA, now.Lane)) != nil {
 					return
 				}
 			case u != nil:
-				if w.send(u.ID, "position", positionData(u.Position, u.Waiting, u.ETA)) != nil {
+				if w.send(u.ID, "position", positionData(u.Position, u.Waiting, u.ETA, u.Lane)) != nil {
 					return
 				}
 			}

@@ -28,6 +28,8 @@ type Metrics struct {
 	AdmitRoom        *prometheus.GaugeVec
 	AdmitLoad        *prometheus.GaugeVec
 	SSE              *prometheus.GaugeVec
+	// StatsStreams counts open public stats streams (not in SSE).
+	StatsStreams *prometheus.GaugeVec
 }
 
 // Latency buckets from 100 µs to 10 s.
@@ -70,10 +72,30 @@ func New() *Metrics {
 		SSE: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rushline_sse_connections", Help: "Open Server-Sent Events streams.",
 		}, []string{"event"}),
+		StatsStreams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rushline_stats_streams", Help: "Open public stats streams.",
+		}, []string{"event"}),
 	}
-	m.Registry.MustRegister(m.HTTP, m.Redis, m.Errors, m.Promotions, m.PromotionTick, m.PromotionLatency, m.StreamLag, m.ExpiredTotal, m.AdmitRoom, m.AdmitLoad, m.SSE,
+	m.Registry.MustRegister(m.HTTP, m.Redis, m.Errors, m.Promotions, m.PromotionTick, m.PromotionLatency, m.StreamLag, m.ExpiredTotal, m.AdmitRoom, m.AdmitLoad, m.SSE, m.StatsStreams,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// perEvent lists the vectors labelled by event.
+func (m *Metrics) perEvent() []interface {
+	DeletePartialMatch(prometheus.Labels) int
+} {
+	return []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.Promotions, m.StreamLag, m.ExpiredTotal, m.AdmitRoom, m.AdmitLoad, m.SSE, m.StatsStreams}
+}
+
+// Forget deletes every series of a dropped event, so short-lived events
+// (practice races) leave no series behind.
+func (m *Metrics) Forget(eventID string) {
+	for _, v := range m.perEvent() {
+		v.DeletePartialMatch(prometheus.Labels{"event": eventID})
+	}
 }
 
 // Ticked records one admission tick; it implements admission.Observer.

@@ -8,11 +8,25 @@ import (
 	"github.com/rushline/rushline/server/queue"
 )
 
+// laneRank is an exact 1-based rank within a lane, -1 when not waiting.
+type laneRank struct {
+	rank int64
+	lane queue.Lane
+}
+
 // correction is a set of exact ranks, true once the tail has read up to asOf.
 type correction struct {
 	asOf  string
-	ranks map[*Sub]int64
+	ranks map[*Sub]laneRank
 	at    time.Time
+}
+
+// laneIndex indexes per-lane counters.
+func laneIndex(l queue.Lane) int {
+	if l == queue.LanePriority {
+		return 1
+	}
+	return 0
 }
 
 // feed tails one event's stream for the hub's subscribers of that event.
@@ -25,7 +39,7 @@ type feed struct {
 	bySeq      map[int64][]*Sub
 	pending    []correction
 	lastID     string
-	admitted   int64 // admitted records read since the tail started
+	admitted   [2]int64 // admitted records read since the tail started, per lane (laneIndex)
 	ticks      int64
 	emptySince time.Time
 	// history holds the latest records that move places (admissions, leaves
@@ -39,11 +53,13 @@ type feed struct {
 // historySize is how many place-moving records a feed remembers.
 const historySize = 1 << 14
 
-// moved is a record that moves places: an admission or a leave from the line.
+// moved is a record that moves places in its lane: an admission or a leave
+// from the line.
 type moved struct {
 	id       string
 	seq      int64
 	admitted bool
+	lane     queue.Lane
 }
 
 func (f *feed) remember(m moved) {
@@ -52,13 +68,16 @@ func (f *feed) remember(m moved) {
 	f.histLen = min(f.histLen+1, historySize)
 }
 
-// since counts the admissions, and the leaves from the line ahead of seq,
-// read after id; ok is false when the history does not reach back to id.
-func (f *feed) since(id string, seq int64) (admitted, leftAhead int64, ok bool) {
+// since counts the admissions from lane, and the leaves from lane ahead of
+// seq, read after id; ok is false when the history does not reach back to id.
+func (f *feed) since(id string, seq int64, lane queue.Lane) (admitted, leftAhead int64, ok bool) {
 	for i := 1; i <= f.histLen; i++ {
 		m := f.history[(f.histAt-i+historySize)%historySize]
 		if queue.CompareIDs(m.id, id) <= 0 {
 			return admitted, leftAhead, true
+		}
+		if m.lane != lane {
+			continue
 		}
 		if m.admitted {
 			admitted++
@@ -114,24 +133,24 @@ func (f *feed) sent(s *Sub, pos int64) {
 // correct takes exact ranks taken at stream position asOf. Ranks taken while
 // the tail already read past asOf (a connect racing the tail) are brought
 // forward through the history at once; the rest wait for the tail.
-func (f *feed) correct(asOf string, ranks map[*Sub]int64, at time.Time) {
+func (f *feed) correct(asOf string, ranks map[*Sub]laneRank, at time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if queue.CompareIDs(asOf, f.lastID) >= 0 {
 		f.pending = append(f.pending, correction{asOf: asOf, ranks: ranks, at: at})
 		return
 	}
-	for s, rank := range ranks {
-		if _, ok := f.subs[s]; !ok || rank < 0 {
+	for s, r := range ranks {
+		if _, ok := f.subs[s]; !ok || r.rank < 0 {
 			continue // a missing rank was flagged for a recheck by the caller
 		}
-		adm, left, ok := f.since(asOf, s.Seq)
+		adm, left, ok := f.since(asOf, s.Seq, r.lane)
 		if !ok {
 			s.correctedAt = time.Time{} // too old to bring forward: re-rank next tick
 			continue
 		}
 		s.correctedAt = at
-		s.based, s.rank0, s.adm0, s.leftAhead = true, rank, f.admitted-adm, left
+		s.based, s.lane, s.rank0, s.adm0, s.leftAhead = true, r.lane, r.rank, f.admitted[laneIndex(r.lane)]-adm, left
 	}
 }
 
@@ -145,16 +164,16 @@ func (f *feed) applyBefore(id string, inclusive bool) {
 			kept = append(kept, c)
 			continue
 		}
-		for s, rank := range c.ranks {
+		for s, r := range c.ranks {
 			if _, ok := f.subs[s]; !ok {
 				continue
 			}
 			s.correctedAt = c.at
-			if rank < 0 {
+			if r.rank < 0 {
 				s.signal(func() { s.recheck = true })
 				continue
 			}
-			s.based, s.rank0, s.adm0, s.leftAhead = true, rank, f.admitted, 0
+			s.based, s.lane, s.rank0, s.adm0, s.leftAhead = true, r.lane, r.rank, f.admitted[laneIndex(r.lane)], 0
 		}
 	}
 	f.pending = kept
@@ -165,13 +184,13 @@ func (f *feed) applyBefore(id string, inclusive bool) {
 func (f *feed) process(r queue.Record) {
 	switch r.Kind {
 	case queue.RecordAdmitted:
-		f.admitted++
-		f.remember(moved{id: r.ID, seq: r.Seq, admitted: true})
+		f.admitted[laneIndex(r.Lane)]++
+		f.remember(moved{id: r.ID, seq: r.Seq, admitted: true, lane: r.Lane})
 	case queue.RecordLeft:
 		if r.WasWaiting {
-			f.remember(moved{id: r.ID, seq: r.Seq})
+			f.remember(moved{id: r.ID, seq: r.Seq, lane: r.Lane})
 			for s := range f.subs {
-				if s.based && s.Seq > r.Seq {
+				if s.based && s.lane == r.Lane && s.Seq > r.Seq {
 					s.leftAhead++
 				}
 			}
@@ -260,9 +279,9 @@ func (f *feed) tick() {
 		}
 		return
 	}
-	ranks := make(map[*Sub]int64, len(due))
+	ranks := make(map[*Sub]laneRank, len(due))
 	for i, s := range due {
-		ranks[s] = p.Ranks[i]
+		ranks[s] = laneRank{p.Ranks[i], p.Lanes[i]}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -279,16 +298,18 @@ func (f *feed) tick() {
 		if s.Seq%slots != f.ticks%slots && now.Sub(s.lastSent) < h.heartbeat {
 			continue
 		}
-		pos := s.rank0 - (f.admitted - s.adm0) - s.leftAhead
-		if pos < 1 {
-			// Derived past the head: the attempt was promoted or the
-			// derivation drifted; re-rank it at the next tick.
+		rank := s.rank0 - (f.admitted[laneIndex(s.lane)] - s.adm0) - s.leftAhead
+		if rank < 1 {
+			// Derived past the head of its lane: the attempt was promoted or
+			// the derivation drifted; re-rank it at the next tick.
 			s.correctedAt = time.Time{}
 			continue
 		}
+		// The place counts the other lane's attempts served first (queue.Place).
+		pos := p.Place(s.lane, rank)
 		if pos != s.lastPos || now.Sub(s.lastSent) >= h.heartbeat {
 			s.lastPos, s.lastSent = pos, now
-			u := Update{ID: f.lastID, Position: pos, Waiting: p.Waiting, ETA: p.ETA(pos)}
+			u := Update{ID: f.lastID, Position: pos, Waiting: p.Waiting, ETA: p.ETA(pos), Lane: s.lane}
 			s.signal(func() { s.update = &u })
 		}
 	}

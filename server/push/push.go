@@ -65,6 +65,8 @@ type Update struct {
 	Position int64
 	Waiting  int64
 	ETA      time.Duration
+	// Lane is the lane the attempt waits in.
+	Lane queue.Lane
 }
 
 // Sub is one subscribed waiting attempt. Its connection waits on Notify and
@@ -80,8 +82,10 @@ type Sub struct {
 	final   *queue.Record
 	recheck bool
 
-	// Owned by the feed, under its lock.
+	// Owned by the feed, under its lock. rank0, adm0 and leftAhead count
+	// within lane.
 	based       bool
+	lane        queue.Lane
 	rank0       int64
 	adm0        int64
 	leftAhead   int64
@@ -206,14 +210,16 @@ func (h *Hub) Subscribe(ctx context.Context, eventID string, seq int64, userID s
 		h.Unsubscribe(s)
 		return nil, Update{}, err
 	}
-	rank := p.Ranks[0]
-	f.correct(p.AsOf, map[*Sub]int64{s: rank}, time.Now())
-	f.sent(s, rank) // the caller sends this first place itself
-	if rank < 0 {
+	r := laneRank{p.Ranks[0], p.Lanes[0]}
+	f.correct(p.AsOf, map[*Sub]laneRank{s: r}, time.Now())
+	if r.rank < 0 {
+		f.sent(s, r.rank)
 		s.signal(func() { s.recheck = true })
 		return s, Update{ID: p.AsOf, Waiting: p.Waiting}, nil
 	}
-	return s, Update{ID: p.AsOf, Position: rank, Waiting: p.Waiting, ETA: p.ETA(rank)}, nil
+	pos := p.Place(r.lane, r.rank)
+	f.sent(s, pos) // the caller sends this first place itself
+	return s, Update{ID: p.AsOf, Position: pos, Waiting: p.Waiting, ETA: p.ETA(pos), Lane: r.lane}, nil
 }
 
 // Unsubscribe removes s; its event's tail stops after the linger time if s was the last.

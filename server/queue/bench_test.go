@@ -3,6 +3,7 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,54 +13,98 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/redisproc/redistest"
 )
 
-// BenchmarkJoin measures the join script (new users) with 64 concurrent callers.
-func BenchmarkJoin(b *testing.B) {
-	eng, _, _ := MustEngine(b)
-	ev := MustEvent(b, eng, "bench-join", func(e *queue.Event) { e.Paused = true; e.Capacity = 1 })
-	var n atomic.Int64
-	b.SetParallelism(32)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, _, err := eng.Join(context.Background(), ev.ID, fmt.Sprintf("u_%d", n.Add(1))); err != nil {
-				b.Error(err)
-				return
+// benchCallers is how many goroutines the parallel variants run (with
+// SetParallelism on GOMAXPROCS), the load of a busy replica.
+const benchCallers = 64
+
+// BenchmarkEngine measures the hot scripts through the engine, with and
+// without batching, one caller and ~64 at once, on a line prefilled to
+// 1k and 100k waiting (1M takes too long to fill in a benchmark; the bench
+// harness measures it). Each join is a new user; status cycles 1,000 tokens.
+func BenchmarkEngine(b *testing.B) {
+	p := redistest.MustStart(b)
+	rdb := redistest.MustClient(b, p.Addr())
+	ctx := context.Background()
+	setup := MustBatchedEngine(b, rdb, queue.Batching{})
+	var users atomic.Int64
+	for _, waiting := range []struct {
+		name string
+		n    int
+	}{{"1k", 1_000}, {"100k", 100_000}} {
+		ev := MustEvent(b, setup, "bench-"+waiting.name, func(e *queue.Event) { e.Paused = true })
+		mustPrefill(b, rdb, ev.ID, waiting.n-1_000)
+		tokens := make([]string, 1_000)
+		for i := range tokens {
+			tokens[i] = MustJoin(b, setup, ev.ID, fmt.Sprintf("u_tok_%d", i)).Token
+		}
+		for _, op := range []struct {
+			name string
+			call func(eng *queue.Engine, i int64) error
+		}{
+			{"join", func(eng *queue.Engine, _ int64) error {
+				_, _, err := eng.Join(ctx, ev.ID, "u_"+strconv.FormatInt(users.Add(1), 10))
+				return err
+			}},
+			{"status", func(eng *queue.Engine, i int64) error {
+				_, err := eng.Status(ctx, ev.ID, tokens[i%int64(len(tokens))])
+				return err
+			}},
+		} {
+			for _, batching := range []struct {
+				name string
+				cfg  queue.Batching
+			}{{"on", queue.DefaultBatching}, {"off", queue.Batching{}}} {
+				eng := MustBatchedEngine(b, rdb, batching.cfg)
+				for _, callers := range []int{1, benchCallers} {
+					name := fmt.Sprintf("op=%s/waiting=%s/batching=%s/callers=%d", op.name, waiting.name, batching.name, callers)
+					b.Run(name, func(b *testing.B) {
+						b.ReportAllocs()
+						var n atomic.Int64
+						b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
+						if callers == 1 {
+							for b.Loop() {
+								if err := op.call(eng, n.Add(1)); err != nil {
+									b.Fatal(err)
+								}
+							}
+							return
+						}
+						b.RunParallel(func(pb *testing.PB) {
+							for pb.Next() {
+								if err := op.call(eng, n.Add(1)); err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						})
+					})
+				}
 			}
 		}
-	})
+	}
 }
 
-// BenchmarkStatus measures a rank lookup at 100k waiting.
-func BenchmarkStatus(b *testing.B) {
-	eng, _, rdb := MustEngine(b)
-	ev := MustEvent(b, eng, "bench-status", func(e *queue.Event) { e.Paused = true })
-	const waiting = 100_000
+// mustPrefill puts n users straight into the waiting set of eventID (seqs
+// 1..n) with pipelined ZADDs: the join path is measured elsewhere.
+func mustPrefill(tb testing.TB, rdb *redis.Client, eventID string, n int) {
+	tb.Helper()
 	ctx := context.Background()
-	// Fill the line directly with pipelined ZADDs: the join path is measured elsewhere.
-	k := queue.Keys(ev.ID)
-	for lo := 1; lo <= waiting; lo += 10_000 {
+	k := queue.Keys(eventID)
+	for lo := 1; lo <= n; lo += 10_000 {
 		pipe := rdb.Pipeline()
-		for i := lo; i < lo+10_000; i++ {
+		for i := lo; i < min(lo+10_000, n+1); i++ {
 			pipe.ZAdd(ctx, k[2], redisZ(i))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
-	rdb.Set(ctx, k[1], waiting, 0)
-	tok := MustJoin(b, eng, ev.ID, "u_probe").Token
-	b.SetParallelism(32)
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if _, err := eng.Status(ctx, ev.ID, tok); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
+	if err := rdb.Set(ctx, k[1], n, 0).Err(); err != nil {
+		tb.Fatal(err)
+	}
 }
 
 // BenchmarkTick measures promotions per second: one tick promotes 1,000.

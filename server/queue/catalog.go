@@ -16,6 +16,8 @@ type EventStore interface {
 	DeleteEvent(ctx context.Context, id string) error
 	Event(ctx context.Context, id string) (Event, error)
 	Events(ctx context.Context) ([]Event, error)
+	// MaxSeq is the highest seq the audit trail holds for an event, 0 if none.
+	MaxSeq(ctx context.Context, eventID string) (int64, error)
 }
 
 // Catalog keeps event definitions in a durable store and mirrors them into
@@ -34,6 +36,7 @@ func NewCatalog(store EventStore, eng *Engine) *Catalog {
 // Create validates and stores a new event, then mirrors it.
 func (c *Catalog) Create(ctx context.Context, ev Event) (Event, error) {
 	ev.CreatedAt = c.eng.Now().UTC().Truncate(1e6)
+	ev.normalize()
 	if err := ev.Validate(c.eng.Now()); err != nil {
 		return Event{}, err
 	}
@@ -63,6 +66,7 @@ func (c *Catalog) Update(ctx context.Context, id string, change func(*Event)) (E
 	ev, err := c.store.ChangeEvent(ctx, id, func(ev *Event) error {
 		old = *ev
 		change(ev)
+		ev.normalize()
 		// "closes_at in the future" binds a new closes_at only: an event past
 		// its close can still be paused, resumed or drained.
 		now := c.eng.Now()
@@ -95,7 +99,9 @@ func sameTime(a, b *time.Time) bool {
 }
 
 // Sync mirrors into Redis every stored event Redis lacks, e.g. after Redis
-// lost its data. Live definitions already in Redis are left alone.
+// lost its data. Live definitions already in Redis are left alone. An event
+// re-mirrored with audited attempts gets its seq counter back from the audit
+// trail and is marked as awaiting recovery (see Engine.SyncEvent).
 func (c *Catalog) Sync(ctx context.Context) (int, error) {
 	events, err := c.store.Events(ctx)
 	if err != nil {
@@ -103,7 +109,12 @@ func (c *Catalog) Sync(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, ev := range events {
-		err := c.eng.CreateEvent(ctx, ev)
+		ev.normalize() // rows stored before the default was applied
+		maxSeq, err := c.store.MaxSeq(ctx, ev.ID)
+		if err != nil {
+			return n, fmt.Errorf("queue: sync event %s: %w", ev.ID, err)
+		}
+		err = c.eng.SyncEvent(ctx, ev, maxSeq)
 		switch ErrorCode(err) {
 		case "":
 			n++

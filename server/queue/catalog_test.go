@@ -15,6 +15,8 @@ import (
 type memStore struct {
 	mu     sync.Mutex
 	events map[string]queue.Event
+	// maxSeq stands in for the audit trail's highest seq per event.
+	maxSeq map[string]int64
 }
 
 var _ queue.EventStore = (*memStore)(nil)
@@ -58,6 +60,12 @@ func (m *memStore) Event(_ context.Context, id string) (queue.Event, error) {
 		return queue.Event{}, queue.Errorf(queue.CodeEventNotFound, "no event")
 	}
 	return ev, nil
+}
+
+func (m *memStore) MaxSeq(_ context.Context, id string) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.maxSeq[id], nil
 }
 
 func (m *memStore) Events(context.Context) ([]queue.Event, error) {
@@ -114,5 +122,67 @@ func TestListingRepairedOnRecreate(t *testing.T) {
 	ids, err := eng.EventIDs(ctx)
 	if err != nil || !slices.Contains(ids, ev.ID) {
 		t.Fatalf("ids %v (%v): the retry did not list the event again", ids, err)
+	}
+}
+
+// TestPriorityShareDefault: every path of a definition gets the default
+// share for 0, so a FAST TRACK grant never waits behind the normal lane.
+func TestPriorityShareDefault(t *testing.T) {
+	eng, _, _ := MustEngine(t)
+	ctx := t.Context()
+	st := &memStore{events: map[string]queue.Event{}}
+	cat := queue.NewCatalog(st, eng)
+	def := func(id string, share float64) queue.Event {
+		return queue.Event{ID: id, Name: id, Seats: 5, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 100,
+			ActiveTTLS: 60, Policy: queue.PolicyCapacity, PriorityShare: share}
+	}
+	tests := []struct {
+		name  string
+		write func(t *testing.T) string
+		want  float64
+	}{
+		{"catalog create without a share", func(t *testing.T) string {
+			if _, err := cat.Create(ctx, def("c0", 0)); err != nil {
+				t.Fatal(err)
+			}
+			return "c0"
+		}, queue.DefaultPriorityShare},
+		{"catalog create with a share", func(t *testing.T) string {
+			if _, err := cat.Create(ctx, def("c1", 0.25)); err != nil {
+				t.Fatal(err)
+			}
+			return "c1"
+		}, 0.25},
+		{"catalog update to 0", func(t *testing.T) string {
+			if _, err := cat.Update(ctx, "c1", func(e *queue.Event) { e.PriorityShare = 0 }); err != nil {
+				t.Fatal(err)
+			}
+			return "c1"
+		}, queue.DefaultPriorityShare},
+		{"catalog sync of a row stored with 0", func(t *testing.T) string {
+			st.mu.Lock()
+			st.events["s0"] = def("s0", 0)
+			st.mu.Unlock()
+			if _, err := cat.Sync(ctx); err != nil {
+				t.Fatal(err)
+			}
+			return "s0"
+		}, queue.DefaultPriorityShare},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := tt.write(t)
+			got, err := eng.Event(ctx, id)
+			if err != nil || got.PriorityShare != tt.want {
+				t.Fatalf("mirrored share %v (%v), want %v", got.PriorityShare, err, tt.want)
+			}
+			st.mu.Lock()
+			stored := st.events[id]
+			st.mu.Unlock()
+			// Sync fixes the mirror only; the store's row is as it was.
+			if id != "s0" && stored.PriorityShare != tt.want {
+				t.Fatalf("stored share %v, want %v", stored.PriorityShare, tt.want)
+			}
+		})
 	}
 }

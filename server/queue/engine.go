@@ -66,7 +66,8 @@ var (
 // (see lua/lib.lua). They share the hash tag {ev:<id>}, so one slot holds them.
 func Keys(eventID string) []string {
 	p := "rl:{ev:" + eventID + "}:"
-	return []string{p + "cfg", p + "seq", p + "w", p + "a", p + "as", p + "f", p + "n", p + "st", p + "s", p + "lease"}
+	return []string{p + "cfg", p + "seq", p + "w", p + "a", p + "as", p + "f", p + "n", p + "st", p + "s", p + "lease",
+		p + "p", p + "pg", p + "dv"}
 }
 
 // Key indexes into Keys.
@@ -81,6 +82,9 @@ const (
 	keySeatsTaken
 	keyStream
 	keyLease
+	keyPriority
+	keyGrants
+	keyDevices
 )
 
 // Engine runs one Redis-held queue per event. Every state change is one Lua
@@ -91,6 +95,8 @@ type Engine struct {
 	now         func() time.Time
 	maxLen      int64
 	expireLimit int
+	batching    Batching
+	batch       *batcher
 }
 
 // Option configures an Engine.
@@ -110,15 +116,27 @@ func WithExpireLimit(n int) Option { return func(e *Engine) { e.expireLimit = n 
 func New(rdb redis.UniversalClient, tokenKey []byte, opts ...Option) *Engine {
 	e := &Engine{
 		rdb:         rdb,
-		tokens:      tokenCodec{key: slices.Clone(tokenKey)},
+		tokens:      newTokenCodec(tokenKey),
 		now:         time.Now,
 		maxLen:      DefaultStreamMaxLen,
 		expireLimit: DefaultExpireLimit,
+		batching:    DefaultBatching,
 	}
 	for _, o := range opts {
 		o(e)
 	}
+	if e.batching.Size > 0 {
+		e.batch = newBatcher(rdb, e.batching)
+	}
 	return e
+}
+
+// Close stops batching: queued script calls fail, those in flight finish.
+// Calls after Close fail with CodeUnavailable. It does not close the client.
+func (e *Engine) Close() {
+	if e.batch != nil {
+		e.batch.close()
+	}
 }
 
 // Now returns the engine's clock reading.
@@ -128,7 +146,15 @@ func (e *Engine) run(ctx context.Context, s *redis.Script, eventID string, args 
 	argv := make([]any, 0, 2+len(args))
 	argv = append(argv, e.now().UnixMilli(), e.maxLen)
 	argv = append(argv, args...)
-	res, err := s.Run(ctx, e.rdb, Keys(eventID), argv...).Slice()
+	var (
+		res []any
+		err error
+	)
+	if e.batch != nil && hot(s) {
+		res, err = e.batch.do(ctx, s, Keys(eventID), argv)
+	} else {
+		res, err = s.Run(ctx, e.rdb, Keys(eventID), argv...).Slice()
+	}
 	if err != nil {
 		return nil, storeErr(ctx, err)
 	}
@@ -175,6 +201,8 @@ type Entry struct {
 	AdmissionNo   int64
 	ExpiresAt     time.Time
 	AdmittedTotal int64
+	// Lane is LanePriority for a FAST TRACK attempt.
+	Lane Lane
 }
 
 // Actor is who makes a call on a token: a user, or the simulator acting for
@@ -217,7 +245,16 @@ func unixMilli(t *time.Time) int64 {
 	return t.UnixMilli()
 }
 
-func (e *Engine) putEvent(ctx context.Context, ev Event, mode string) error {
+// SyncEvent is CreateEvent for an event whose Redis state may have been
+// lost: when maxSeq (the highest seq in the audit trail) is above 0, the seq
+// counter is raised to it in the same step, so new joins never reuse an
+// audited seq, and the event is marked as awaiting recovery (Restore then
+// merges the audited line into the live one instead of refusing).
+func (e *Engine) SyncEvent(ctx context.Context, ev Event, maxSeq int64) error {
+	return e.putEvent(ctx, ev, "sync", maxSeq)
+}
+
+func (e *Engine) putEvent(ctx context.Context, ev Event, mode string, pre ...any) error {
 	js, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("queue: encode event: %w", err)
@@ -227,11 +264,11 @@ func (e *Engine) putEvent(ctx context.Context, ev Event, mode string) error {
 	if err := e.rdb.SAdd(context.WithoutCancel(ctx), eventsKey, ev.ID).Err(); err != nil {
 		return storeErr(ctx, err)
 	}
-	res, err := e.run(ctx, scriptPutEvent, ev.ID, mode,
+	res, err := e.run(ctx, scriptPutEvent, ev.ID, append(append([]any{mode}, pre...),
 		"json", js, "seats", ev.Seats, "capacity", ev.Capacity, "batch", ev.AdmitBatch,
 		"interval", ev.AdmitIntervalMS, "ttl", ev.ActiveTTLS, "policy", string(ev.Policy),
-		"max_tps", ev.MaxTPS, "paused", flag(ev.Paused),
-		"opens", unixMilli(ev.OpensAt), "closes", unixMilli(ev.ClosesAt))
+		"max_tps", ev.MaxTPS, "paused", flag(ev.Paused), "pshare", SharePPM(ev.PriorityShare),
+		"opens", unixMilli(ev.OpensAt), "closes", unixMilli(ev.ClosesAt))...)
 	if err != nil {
 		return err
 	}
@@ -310,12 +347,14 @@ func (e *Engine) Stats(ctx context.Context, ev Event) (Stats, error) {
 	now := strconv.FormatInt(e.now().UnixMilli(), 10)
 	var (
 		waiting  *redis.IntCmd
+		priority *redis.IntCmd
 		active   *redis.IntCmd
 		admitted *redis.StringCmd
 		sold     *redis.IntCmd
 	)
 	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		waiting = p.ZCard(ctx, k[keyWaiting])
+		priority = p.ZCard(ctx, k[keyPriority])
 		active = p.ZCount(ctx, k[keyActive], "("+now, "+inf")
 		admitted = p.HGet(ctx, k[keyCounters], "admitted")
 		sold = p.HLen(ctx, k[keySeatsTaken])
@@ -326,7 +365,7 @@ func (e *Engine) Stats(ctx context.Context, ev Event) (Stats, error) {
 	}
 	adm, _ := admitted.Int64()
 	return Stats{
-		Waiting:       waiting.Val(),
+		Waiting:       waiting.Val() + priority.Val(),
 		Active:        active.Val(),
 		AdmittedTotal: adm,
 		Sold:          sold.Val(),
@@ -346,16 +385,17 @@ func toInt(v any) int64 {
 }
 
 // fill sets the status-dependent fields of en from a script's
-// {status, detail, waiting, admitted at, admission no, admitted, rate, batch, interval} tail.
+// {status, detail, waiting, admitted at, admission no, lane, admitted, rate, batch, interval} tail.
 func fill(en *Entry, r []any) {
 	en.Status = Status(r[0].(string))
 	detail := toInt(r[1])
 	en.Waiting = toInt(r[2])
-	en.AdmittedTotal = toInt(r[5])
+	en.Lane = laneOf(r[5])
+	en.AdmittedTotal = toInt(r[6])
 	switch en.Status {
 	case StatusWaiting:
 		en.Position = detail
-		en.ETA = eta(detail, toInt(r[6]), toInt(r[7]), toInt(r[8]))
+		en.ETA = eta(detail, toInt(r[7]), toInt(r[8]), toInt(r[9]))
 	case StatusActive:
 		en.AdmittedAt = time.UnixMilli(toInt(r[3])).UTC()
 		en.AdmissionNo = toInt(r[4])
@@ -380,7 +420,13 @@ func eta(position, rateMilli, batch, intervalMS int64) time.Duration {
 // Join puts userID in line for eventID. It is idempotent: a user who already
 // holds a live attempt gets it back with created false.
 func (e *Engine) Join(ctx context.Context, eventID, userID string) (Entry, bool, error) {
-	r, err := e.run(ctx, scriptJoin, eventID, userID)
+	return e.JoinWith(ctx, eventID, userID, JoinOptions{})
+}
+
+// JoinWith is Join with a priority code, a simulator priority request or a
+// device binding (see JoinOptions).
+func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOptions) (Entry, bool, error) {
+	r, err := e.run(ctx, scriptJoin, eventID, userID, o.PriorityCode, flag(o.Priority), o.Device)
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("queue: join %s: %w", eventID, err)
 	}
@@ -394,6 +440,12 @@ func (e *Engine) Join(ctx context.Context, eventID, userID string) (Entry, bool,
 		return Entry{}, false, Errorf(CodeEventNotOpen, "event %q is not open yet", eventID)
 	case string(CodeEventClosed):
 		return Entry{}, false, Errorf(CodeEventClosed, "event %q is closed", eventID)
+	case string(CodeForbidden):
+		// Unknown and already redeemed codes answer alike, so the answer
+		// cannot be used to find out which codes exist.
+		return Entry{}, false, Errorf(CodeForbidden, ErrPriorityCodeInvalid)
+	case string(CodeDeviceBusy):
+		return Entry{}, false, Errorf(CodeDeviceBusy, "this device already holds a place in event %q", eventID)
 	default:
 		return Entry{}, false, Errorf(Code(code), "no event %q", eventID)
 	}

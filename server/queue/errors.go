@@ -24,9 +24,12 @@ const (
 	CodeEventClosed        Code = "EVENT_CLOSED"
 	CodeEventNotOpen       Code = "EVENT_NOT_OPEN"
 	CodeEventExists        Code = "EVENT_EXISTS"
-	CodeRateLimited        Code = "RATE_LIMITED"
-	CodeUnavailable        Code = "UNAVAILABLE"
-	CodeInternal           Code = "INTERNAL"
+	// CodeDeviceBusy: with device binding on, the device already holds a
+	// live attempt in the event for another user.
+	CodeDeviceBusy  Code = "DEVICE_BUSY"
+	CodeRateLimited Code = "RATE_LIMITED"
+	CodeUnavailable Code = "UNAVAILABLE"
+	CodeInternal    Code = "INTERNAL"
 )
 
 // Error is the one coded error type of rushline. Adapters map Code to a

@@ -23,17 +23,19 @@ func parseRecord(eventID string, m redis.XMessage) Record {
 		return time.Time{}
 	}
 	return Record{
-		ID:          m.ID,
-		Kind:        RecordKind(str("k")),
-		EventID:     eventID,
-		Seq:         num("q"),
-		UserID:      str("u"),
-		At:          ms("t"),
-		ExpiresAt:   ms("x"),
-		AdmissionNo: num("n"),
-		Seat:        str("seat"),
-		OrderID:     str("o"),
-		WasWaiting:  str("w") == "1",
+		ID:           m.ID,
+		Kind:         RecordKind(str("k")),
+		EventID:      eventID,
+		Seq:          num("q"),
+		UserID:       str("u"),
+		At:           ms("t"),
+		ExpiresAt:    ms("x"),
+		AdmissionNo:  num("n"),
+		Seat:         str("seat"),
+		OrderID:      str("o"),
+		WasWaiting:   str("w") == "1",
+		Lane:         laneOf(str("l")),
+		PriorityCode: str("c"),
 	}
 }
 
@@ -147,17 +149,23 @@ type Attempt struct {
 }
 
 // Progress is what a push tick reads for one event: the figures every
-// subscriber derives its place from, and exact places for a few attempts.
+// subscriber derives its place from, and exact lane ranks for a few attempts.
 type Progress struct {
 	// AsOf is the stream id all figures are exact at.
-	AsOf          string
+	AsOf string
+	// Waiting counts both lanes; Normal and Priority each lane.
 	Waiting       int64
+	Normal        int64
+	Priority      int64
 	AdmittedTotal int64
 	rateMilli     int64
 	batch         int64
 	intervalMS    int64
-	// Ranks are 1-based positions of the attempts asked for, -1 when not waiting.
+	sharePPM      int64
+	// Ranks are 1-based ranks within the lane (Lanes) of the attempts asked
+	// for, -1 when not waiting.
 	Ranks []int64
+	Lanes []Lane
 }
 
 // ETA estimates the wait at position from the progress figures.
@@ -165,8 +173,14 @@ func (p Progress) ETA(position int64) time.Duration {
 	return eta(position, p.rateMilli, p.batch, p.intervalMS)
 }
 
-// Progress reads eventID's progress figures and the exact places of attempts,
-// in one round trip.
+// Place turns a 1-based rank within lane into the place in the event, with
+// the lane sizes from p (see Place).
+func (p Progress) Place(lane Lane, rank int64) int64 {
+	return Place(lane, rank, p.Normal, p.Priority, p.batch, p.sharePPM)
+}
+
+// Progress reads eventID's progress figures and the exact lane ranks of
+// attempts, in one round trip.
 func (e *Engine) Progress(ctx context.Context, eventID string, attempts []Attempt) (Progress, error) {
 	args := make([]any, 0, 2*len(attempts))
 	for _, a := range attempts {
@@ -177,10 +191,13 @@ func (e *Engine) Progress(ctx context.Context, eventID string, attempts []Attemp
 		return Progress{}, fmt.Errorf("queue: progress %s: %w", eventID, err)
 	}
 	p := Progress{AsOf: r[0].(string), Waiting: toInt(r[1]), AdmittedTotal: toInt(r[2]),
-		rateMilli: toInt(r[3]), batch: toInt(r[4]), intervalMS: toInt(r[5])}
+		rateMilli: toInt(r[3]), batch: toInt(r[4]), intervalMS: toInt(r[5]),
+		Normal: toInt(r[6]), Priority: toInt(r[7]), sharePPM: toInt(r[8])}
 	p.Ranks = make([]int64, 0, len(attempts))
-	for _, v := range r[6:] {
-		p.Ranks = append(p.Ranks, toInt(v))
+	p.Lanes = make([]Lane, 0, len(attempts))
+	for i := 9; i+1 < len(r); i += 2 {
+		p.Ranks = append(p.Ranks, toInt(r[i]))
+		p.Lanes = append(p.Lanes, laneOf(r[i+1]))
 	}
 	return p, nil
 }

@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"hash"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // tokenMACLen is how many bytes of HMAC-SHA256 a token carries (96 bits).
@@ -16,17 +19,26 @@ const tokenMACLen = 12
 // attempt's state is found from the user's place in the waiting or active set.
 // Safe for concurrent use.
 type tokenCodec struct {
-	key []byte
+	// macs recycles keyed HMACs: Reset is far cheaper than hmac.New.
+	macs *sync.Pool
+}
+
+func newTokenCodec(key []byte) tokenCodec {
+	key = slices.Clone(key)
+	return tokenCodec{macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
 }
 
 var b64 = base64.RawURLEncoding
 
 func (c tokenCodec) mac(eventID string, payload []byte) []byte {
-	m := hmac.New(sha256.New, c.key)
+	m := c.macs.Get().(hash.Hash)
+	m.Reset()
 	m.Write([]byte(eventID))
 	m.Write([]byte{0})
 	m.Write(payload)
-	return m.Sum(nil)[:tokenMACLen]
+	sum := m.Sum(make([]byte, 0, sha256.Size))[:tokenMACLen]
+	c.macs.Put(m)
+	return sum
 }
 
 // Mint returns the token of attempt seq by userID in eventID.

@@ -64,19 +64,25 @@ func TypeOf(userID string) UserType {
 
 // Event is one drop: a seat map guarded by one queue.
 type Event struct {
-	ID              string     `json:"id"`
-	Name            string     `json:"name"`
-	Seats           int        `json:"seats"`
-	Capacity        int        `json:"capacity"`
-	AdmitBatch      int        `json:"admit_batch"`
-	AdmitIntervalMS int        `json:"admit_interval_ms"`
-	ActiveTTLS      int        `json:"active_ttl_s"`
-	Policy          Policy     `json:"policy"`
-	MaxTPS          int        `json:"max_tps"`
-	OpensAt         *time.Time `json:"opens_at,omitempty"`
-	ClosesAt        *time.Time `json:"closes_at,omitempty"`
-	Paused          bool       `json:"paused"`
-	CreatedAt       time.Time  `json:"created_at"`
+	ID              string `json:"id"`
+	Name            string `json:"name"`
+	Seats           int    `json:"seats"`
+	Capacity        int    `json:"capacity"`
+	AdmitBatch      int    `json:"admit_batch"`
+	AdmitIntervalMS int    `json:"admit_interval_ms"`
+	ActiveTTLS      int    `json:"active_ttl_s"`
+	Policy          Policy `json:"policy"`
+	MaxTPS          int    `json:"max_tps"`
+	// PriorityShare (0..1) is the share of each tick's room served from the
+	// priority (FAST TRACK) lane; DefaultPriorityShare when not given.
+	PriorityShare float64    `json:"priority_share"`
+	OpensAt       *time.Time `json:"opens_at,omitempty"`
+	ClosesAt      *time.Time `json:"closes_at,omitempty"`
+	Paused        bool       `json:"paused"`
+	CreatedAt     time.Time  `json:"created_at"`
+	// Practice marks a private practice race (server/practice): only its
+	// creator may join it as ACTUAL.
+	Practice bool `json:"practice,omitempty"`
 }
 
 // Stats are an event's live counters.
@@ -120,4 +126,8 @@ type Record struct {
 	OrderID string
 	// WasWaiting is set on left records that gave up a place in line.
 	WasWaiting bool
+	// Lane is LanePriority for a priority-lane attempt's records (l=p).
+	Lane Lane
+	// PriorityCode is set on the joined record that redeemed it.
+	PriorityCode string
 }

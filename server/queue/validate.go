@@ -63,6 +63,9 @@ func (ev Event) Validate(now time.Time) error {
 			return err
 		}
 	}
+	if !(ev.PriorityShare >= 0 && ev.PriorityShare <= 1) {
+		return Errorf(CodeBadRequest, "priority_share must be a number from 0 to 1, got %v", ev.PriorityShare)
+	}
 	if !ev.Policy.Valid() {
 		return Errorf(CodeBadRequest, "policy must be capacity, batch or adaptive, got %q", ev.Policy)
 	}

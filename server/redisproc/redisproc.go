@@ -37,6 +37,15 @@ const (
 	tailLines = 20
 )
 
+// AOF fsync policies for Options.AppendFsync.
+const (
+	// FsyncAlways fsyncs before acknowledging: Redis groups the writes of
+	// one event-loop pass into one fsync, so concurrent clients share it.
+	FsyncAlways = "always"
+	// FsyncEverySec fsyncs once a second in the background.
+	FsyncEverySec = "everysec"
+)
+
 // Sentinel errors.
 var (
 	// ErrRunning is returned by Restart when the process is still running.
@@ -55,9 +64,13 @@ type Options struct {
 	Dir string
 	// Port is the TCP port on 127.0.0.1; 0 picks a free one.
 	Port int
-	// AppendOnly turns on the AOF with appendfsync everysec. Without it
+	// AppendOnly turns on the AOF, fsynced as AppendFsync says. Without it
 	// nothing persists: RDB snapshots are off (--save "") either way.
 	AppendOnly bool
+	// AppendFsync is the AOF's fsync policy: FsyncAlways (the default) makes
+	// every acknowledged write survive a kill; FsyncEverySec may lose the
+	// last second of writes to a kill (not to Stop, which fsyncs).
+	AppendFsync string
 	// Args are extra redis-server arguments, appended after the defaults so
 	// they win, e.g. "--cluster-enabled", "yes". They must not set --port,
 	// --bind, --dir or --daemonize.
@@ -115,6 +128,11 @@ func start(ctx context.Context, o Options, pickPort func(cluster bool) (int, err
 	}
 	if o.AppendOnly && o.Dir == "" {
 		return nil, ErrNoDir
+	}
+	switch o.AppendFsync {
+	case "", FsyncAlways, FsyncEverySec:
+	default:
+		return nil, fmt.Errorf("redisproc: AppendFsync must be %s or %s, got %q", FsyncAlways, FsyncEverySec, o.AppendFsync)
 	}
 	if o.Port < 0 || o.Port > 65535 {
 		return nil, fmt.Errorf("redisproc: bad port %d", o.Port)
@@ -272,7 +290,11 @@ func (p *Process) runningLocked() bool {
 func (p *Process) args() []string {
 	aof := []string{"--appendonly", "no"}
 	if p.opts.AppendOnly {
-		aof = []string{"--appendonly", "yes", "--appendfsync", "everysec"}
+		fsync := p.opts.AppendFsync
+		if fsync == "" {
+			fsync = FsyncAlways
+		}
+		aof = []string{"--appendonly", "yes", "--appendfsync", fsync}
 	}
 	a := []string{
 		"--port", strconv.Itoa(p.port),

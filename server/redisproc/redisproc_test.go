@@ -78,6 +78,12 @@ func TestStartTempDir(t *testing.T) {
 	}
 }
 
+// everySec turns on the AOF with appendfsync everysec.
+func everySec(o *redisproc.Options) {
+	o.AppendOnly = true
+	o.AppendFsync = redisproc.FsyncEverySec
+}
+
 func TestRestart(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -85,38 +91,41 @@ func TestRestart(t *testing.T) {
 		down     func(*redisproc.Process) error
 		wait     time.Duration // after the write, before going down
 		wantKept bool
+		// wantFsync is the appendfsync the server must run with ("no AOF" when off).
+		wantFsync string
 	}{
 		{
-			// Every write is fsynced, so a crash loses nothing.
-			name: "kill with appendfsync always",
-			opts: func(o *redisproc.Options) {
-				o.AppendOnly = true
-				o.Args = []string{"--appendfsync", "always"}
-			},
-			down:     (*redisproc.Process).Kill,
-			wantKept: true,
+			// The default fsyncs every write, so a crash right after it loses nothing.
+			name:      "kill with the default appendfsync always",
+			opts:      redistest.AppendOnly,
+			down:      (*redisproc.Process).Kill,
+			wantKept:  true,
+			wantFsync: "always",
 		},
 		{
 			// everysec loses at most the last second.
-			name:     "kill with appendfsync everysec after 1.5s",
-			opts:     redistest.AppendOnly,
-			down:     (*redisproc.Process).Kill,
-			wait:     1500 * time.Millisecond,
-			wantKept: true,
+			name:      "kill with appendfsync everysec after 1.5s",
+			opts:      everySec,
+			down:      (*redisproc.Process).Kill,
+			wait:      1500 * time.Millisecond,
+			wantKept:  true,
+			wantFsync: "everysec",
 		},
 		{
 			// SIGTERM flushes the AOF.
-			name:     "stop with appendfsync everysec",
-			opts:     redistest.AppendOnly,
-			down:     (*redisproc.Process).Stop,
-			wantKept: true,
+			name:      "stop with appendfsync everysec",
+			opts:      everySec,
+			down:      (*redisproc.Process).Stop,
+			wantKept:  true,
+			wantFsync: "everysec",
 		},
 		{
 			// Proves Restart really restarted: nothing persists.
-			name:     "kill without AOF",
-			opts:     func(*redisproc.Options) {},
-			down:     (*redisproc.Process).Kill,
-			wantKept: false,
+			name:      "kill without AOF",
+			opts:      func(*redisproc.Options) {},
+			down:      (*redisproc.Process).Kill,
+			wantKept:  false,
+			wantFsync: "no AOF",
 		},
 	}
 	for _, tt := range tests {
@@ -125,6 +134,17 @@ func TestRestart(t *testing.T) {
 			ctx := testContext(t)
 			p := redistest.MustStart(t, tt.opts)
 			c := redistest.MustClient(t, p.Addr())
+			cfg, err := c.ConfigGet(ctx, "append*").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			fsync := cfg["appendfsync"]
+			if cfg["appendonly"] != "yes" {
+				fsync = "no AOF"
+			}
+			if fsync != tt.wantFsync {
+				t.Fatalf("appendfsync %q, want %q", fsync, tt.wantFsync)
+			}
 			if err := c.Set(ctx, "before-down", "v", 0).Err(); err != nil {
 				t.Fatal(err)
 			}

@@ -85,6 +85,7 @@ func updateEvent(db *gorm.DB, ev queue.Event) error {
 		"active_ttl_s":      row.ActiveTTLS,
 		"policy":            row.Policy,
 		"max_tps":           row.MaxTPS,
+		"priority_share":    row.PriorityShare,
 		"opens_at":          row.OpensAt,
 		"closes_at":         row.ClosesAt,
 		"paused":            row.Paused,
@@ -99,18 +100,32 @@ func updateEvent(db *gorm.DB, ev queue.Event) error {
 	return nil
 }
 
-// DeleteEvent removes an event definition; it exists to undo a create whose
-// Redis mirror failed, and leaves entries, transitions and orders alone. An
-// unknown id gives CodeEventNotFound.
+// DeleteEvent removes an event with everything kept of it: its entries,
+// their transitions, its orders and its priority grants, in one
+// transaction. Practice results stay: they are the people's history. It
+// undoes a create whose Redis mirror failed and drops finished practice
+// races. An unknown id gives CodeEventNotFound and deletes nothing.
 func (s *Store) DeleteEvent(ctx context.Context, id string) error {
-	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&EventRow{})
-	if res.Error != nil {
-		return unavailable("delete event "+id, res.Error)
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, m := range []any{&Transition{}, &Order{}, &Entry{}, &PriorityGrant{}} {
+			if err := tx.Where("event_id = ?", id).Delete(m).Error; err != nil {
+				return err
+			}
+		}
+		res := tx.Where("id = ?", id).Delete(&EventRow{})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return eventNotFound(id)
+		}
+		return nil
+	})
+	var qe *queue.Error
+	if err != nil && !errors.As(err, &qe) {
+		return unavailable("delete event "+id, err)
 	}
-	if res.RowsAffected == 0 {
-		return eventNotFound(id)
-	}
-	return nil
+	return err
 }
 
 // Event returns the event with the given id, or CodeEventNotFound.

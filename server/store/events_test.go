@@ -29,6 +29,7 @@ func testEvent(id string, createdAt time.Time) queue.Event {
 		ActiveTTLS:      300,
 		Policy:          queue.PolicyCapacity,
 		MaxTPS:          0,
+		PriorityShare:   queue.DefaultPriorityShare, // 0 would read back as the column default
 		OpensAt:         tp(t0.Add(time.Hour)),
 		CreatedAt:       createdAt,
 	}
@@ -299,6 +300,68 @@ func TestChangeEventLosesNothing(t *testing.T) {
 			if queue.ErrorCode(err) != queue.CodeEventNotFound {
 				t.Fatalf("unknown event: %v", err)
 			}
+		})
+	}
+}
+
+// DeleteEvent removes the event's rows from every table but the practice
+// results, and leaves other events alone.
+func TestDeleteEventRemovesItsRows(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			ctx := t.Context()
+			s := storetest.MustOpen(t, dialect)
+			for _, id := range []string{"ev1", "ev2"} {
+				if err := s.CreateEvent(ctx, testEvent(id, t0)); err != nil {
+					t.Fatal(err)
+				}
+				recs := lifecycle()
+				for i := range recs {
+					recs[i].EventID = id
+					if recs[i].OrderID != "" {
+						recs[i].OrderID += "-" + id // order ids are unique across events
+					}
+				}
+				mustWrite(t, ctx, s, recs)
+				if err := s.PutGrants(ctx, []queue.Grant{{EventID: id, Kind: queue.GrantCode, Value: "VIP-1"}}); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.SavePracticeResult(ctx, raceRecord(id, "u1", "tiny", 1, nil)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.DeleteEvent(ctx, "ev1"); err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				id   string
+				want int // rows of each table
+			}{{"ev1", 0}, {"ev2", 1}} {
+				entries, err := s.Entries(ctx, tc.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				trans, err := s.Transitions(ctx, tc.id, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				orders, err := s.Orders(ctx, tc.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				grants, err := s.Grants(ctx, tc.id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := [4]bool{len(entries) > 0, len(trans) > 0, len(orders) > 0, len(grants) > 0}; got != [4]bool{tc.want > 0, tc.want > 0, tc.want > 0, tc.want > 0} {
+					t.Errorf("%s: entries %d, transitions %d, orders %d, grants %d; want all %s", tc.id,
+						len(entries), len(trans), len(orders), len(grants), map[bool]string{true: "present", false: "gone"}[tc.want > 0])
+				}
+				if _, err := s.PracticeResult(ctx, tc.id); err != nil {
+					t.Errorf("%s: practice result: %v", tc.id, err)
+				}
+			}
+			mustCode(t, s.DeleteEvent(ctx, "ev1"), queue.CodeEventNotFound)
 		})
 	}
 }

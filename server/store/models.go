@@ -19,9 +19,11 @@ type EventRow struct {
 	ActiveTTLS      int          `gorm:"column:active_ttl_s;not null"`
 	Policy          queue.Policy `gorm:"column:policy;not null"`
 	MaxTPS          int          `gorm:"column:max_tps;not null"`
+	PriorityShare   float64      `gorm:"column:priority_share;not null;default:0.5"`
 	OpensAt         *time.Time   `gorm:"column:opens_at"`
 	ClosesAt        *time.Time   `gorm:"column:closes_at"`
 	Paused          bool         `gorm:"column:paused;not null"`
+	Practice        bool         `gorm:"column:practice;not null;default:false"`
 	CreatedAt       time.Time    `gorm:"column:created_at;not null;index:idx_events_created,priority:1"`
 	UpdatedAt       time.Time    `gorm:"column:updated_at;not null"`
 }
@@ -40,9 +42,11 @@ func eventRow(ev queue.Event) EventRow {
 		ActiveTTLS:      ev.ActiveTTLS,
 		Policy:          ev.Policy,
 		MaxTPS:          ev.MaxTPS,
+		PriorityShare:   ev.PriorityShare,
 		OpensAt:         utcPtr(ev.OpensAt),
 		ClosesAt:        utcPtr(ev.ClosesAt),
 		Paused:          ev.Paused,
+		Practice:        ev.Practice,
 		CreatedAt:       utc(ev.CreatedAt),
 	}
 }
@@ -59,9 +63,11 @@ func (r EventRow) Event() queue.Event {
 		ActiveTTLS:      r.ActiveTTLS,
 		Policy:          r.Policy,
 		MaxTPS:          r.MaxTPS,
+		PriorityShare:   r.PriorityShare,
 		OpensAt:         utcPtr(r.OpensAt),
 		ClosesAt:        utcPtr(r.ClosesAt),
 		Paused:          r.Paused,
+		Practice:        r.Practice,
 		CreatedAt:       r.CreatedAt.UTC(),
 	}
 }
@@ -81,6 +87,8 @@ type Entry struct {
 	JoinedAt   *time.Time `gorm:"column:joined_at"`
 	AdmittedAt *time.Time `gorm:"column:admitted_at"`
 	FinishedAt *time.Time `gorm:"column:finished_at"`
+	// Lane is queue.LanePriority for a FAST TRACK attempt.
+	Lane queue.Lane `gorm:"column:lane;not null;default:''"`
 }
 
 // TableName implements gorm's schema.Tabler.
@@ -103,6 +111,7 @@ type Transition struct {
 	UserID   string       `gorm:"column:user_id;not null"`
 	Status   queue.Status `gorm:"column:status;not null"`
 	At       time.Time    `gorm:"column:at;not null"`
+	Lane     queue.Lane   `gorm:"column:lane;not null;default:''"`
 }
 
 // TableName implements gorm's schema.Tabler.

@@ -3,18 +3,21 @@ package store
 import (
 	"cmp"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
-
-	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/rushline/rushline/server/queue"
 )
 
-// insertBatch is the rows per INSERT: 1,000 rows of at most 9 columns stay
-// well under both SQLite's (32,766) and PostgreSQL's (65,535) bind limits.
+// insertBatch is the rows per INSERT for gorm's CreateInBatches: 1,000 rows
+// of at most 9 columns stay well under both SQLite's (32,766) and
+// PostgreSQL's (65,535) bind limits.
 const insertBatch = 1000
 
 // statusOf maps a stream record kind to the token state it leads to.
@@ -67,20 +70,36 @@ var entryWins = fmt.Sprintf("(%[1]s > %[2]s OR (%[1]s = %[2]s AND excluded.statu
 
 // entryUpsert folds an incoming entry row into the stored one. All SET
 // expressions read the row as it was before the update, in both dialects.
-var entryUpsert = clause.OnConflict{
-	Columns: []clause.Column{{Name: "event_id"}, {Name: "seq"}},
-	DoUpdates: clause.Set{
-		{Column: clause.Column{Name: "status"}, Value: pick("status")},
-		{Column: clause.Column{Name: "status_at"}, Value: pick("status_at")},
-		{Column: clause.Column{Name: "finished_at"}, Value: pick("finished_at")},
-		{Column: clause.Column{Name: "joined_at"}, Value: gorm.Expr("COALESCE(entries.joined_at, excluded.joined_at)")},
-		{Column: clause.Column{Name: "admitted_at"}, Value: gorm.Expr("COALESCE(entries.admitted_at, excluded.admitted_at)")},
-	},
+var entryUpsert = "ON CONFLICT (event_id, seq) DO UPDATE SET " +
+	pick("status") + ", " + pick("status_at") + ", " + pick("finished_at") + ", " +
+	"joined_at = COALESCE(entries.joined_at, excluded.joined_at), " +
+	"admitted_at = COALESCE(entries.admitted_at, excluded.admitted_at), " +
+	// An attempt's lane never changes; a row made before its records
+	// carried one learns it from any of them.
+	"lane = CASE WHEN excluded.lane <> '' THEN excluded.lane ELSE entries.lane END"
+
+func pick(col string) string {
+	return fmt.Sprintf("%[2]s = CASE WHEN %[1]s THEN excluded.%[2]s ELSE entries.%[2]s END", entryWins, col)
 }
 
-func pick(col string) clause.Expr {
-	return gorm.Expr(fmt.Sprintf("CASE WHEN %s THEN excluded.%s ELSE entries.%s END", entryWins, col, col))
-}
+// The multi-row INSERTs WriteRecords runs.
+var (
+	insertEntries = &bulkInsert{
+		table:  "entries",
+		cols:   []string{"event_id", "seq", "user_id", "user_type", "status", "status_at", "joined_at", "admitted_at", "finished_at", "lane"},
+		suffix: entryUpsert,
+	}
+	insertTransitions = &bulkInsert{
+		table:  "entry_transitions",
+		cols:   []string{"stream_id", "event_id", "seq", "user_id", "status", "at", "lane"},
+		suffix: "ON CONFLICT DO NOTHING",
+	}
+	insertOrders = &bulkInsert{
+		table:  "orders",
+		cols:   []string{"order_id", "event_id", "seat", "user_id", "seq", "created_at"},
+		suffix: "ON CONFLICT DO NOTHING",
+	}
+)
 
 type entryKey struct {
 	eventID string
@@ -104,8 +123,9 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	transitions := make([]Transition, 0, len(recs))
-	var orders []Order
+	transitions := make([]any, 0, len(recs)*len(insertTransitions.cols))
+	var orders []any
+	var redeemed []queue.Record
 	byKey := make(map[entryKey]*Entry, len(recs))
 	for i, r := range recs {
 		st, ok := statusOf(r.Kind)
@@ -116,13 +136,12 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) error {
 			return queue.Errorf(queue.CodeBadRequest, "record %d: stream id and event id are required", i)
 		}
 		at := utc(r.At)
-		transitions = append(transitions, Transition{
-			StreamID: r.ID, EventID: r.EventID, Seq: r.Seq, UserID: r.UserID, Status: st, At: at,
-		})
+		transitions = append(transitions, r.ID, r.EventID, r.Seq, r.UserID, string(st), at, string(r.Lane))
+		if r.PriorityCode != "" {
+			redeemed = append(redeemed, r)
+		}
 		if r.Kind == queue.RecordDone && r.OrderID != "" {
-			orders = append(orders, Order{
-				OrderID: r.OrderID, EventID: r.EventID, Seat: r.Seat, UserID: r.UserID, Seq: r.Seq, CreatedAt: at,
-			})
+			orders = append(orders, r.OrderID, r.EventID, r.Seat, r.UserID, r.Seq, at)
 		}
 
 		k := entryKey{r.EventID, r.Seq}
@@ -130,16 +149,21 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) error {
 		if e == nil {
 			e = &Entry{
 				EventID: r.EventID, Seq: r.Seq, UserID: r.UserID, UserType: queue.TypeOf(r.UserID),
-				Status: st, StatusAt: at,
+				Status: st, StatusAt: at, Lane: r.Lane,
 			}
 			if st.Finished() {
 				e.FinishedAt = &at
 			}
 			byKey[k] = e
-		} else if supersedes(st, at, e.Status, e.StatusAt) {
-			e.Status, e.StatusAt, e.FinishedAt = st, at, nil
-			if st.Finished() {
-				e.FinishedAt = &at
+		} else {
+			if r.Lane != queue.LaneNormal {
+				e.Lane = r.Lane
+			}
+			if supersedes(st, at, e.Status, e.StatusAt) {
+				e.Status, e.StatusAt, e.FinishedAt = st, at, nil
+				if st.Finished() {
+					e.FinishedAt = &at
+				}
 			}
 		}
 		switch r.Kind {
@@ -152,32 +176,50 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) error {
 
 	// One row per token, as PostgreSQL refuses to upsert a row twice in one
 	// statement; in key order, so concurrent writers lock rows in one order.
-	entries := make([]Entry, 0, len(byKey))
+	keyed := make([]*Entry, 0, len(byKey))
 	for _, e := range byKey {
-		entries = append(entries, *e)
+		keyed = append(keyed, e)
 	}
-	slices.SortFunc(entries, func(a, b Entry) int {
+	slices.SortFunc(keyed, func(a, b *Entry) int {
 		return cmp.Or(cmp.Compare(a.EventID, b.EventID), cmp.Compare(a.Seq, b.Seq))
 	})
+	entries := make([]any, 0, len(keyed)*len(insertEntries.cols))
+	for _, e := range keyed {
+		entries = append(entries, e.EventID, e.Seq, e.UserID, string(e.UserType), string(e.Status), e.StatusAt,
+			timeArg(e.JoinedAt), timeArg(e.AdmittedAt), timeArg(e.FinishedAt), string(e.Lane))
+	}
 
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Clauses(entryUpsert).CreateInBatches(&entries, insertBatch).Error; err != nil {
-			return fmt.Errorf("entries: %w", err)
+	batches := []struct {
+		ins  *bulkInsert
+		args []any
+	}{{insertEntries, entries}, {insertTransitions, transitions}, {insertOrders, orders}}
+	// Prepare before the transaction takes its connection, so that even a
+	// one-connection pool has one free to prepare on.
+	for _, b := range batches {
+		if err := s.prepare(ctx, b.ins, b.args); err != nil {
+			return unavailable(fmt.Sprintf("write %d records", len(recs)), err)
 		}
-		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(&transitions, insertBatch).Error; err != nil {
-			return fmt.Errorf("transitions: %w", err)
-		}
-		if len(orders) > 0 {
-			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(&orders, insertBatch).Error; err != nil {
-				return fmt.Errorf("orders: %w", err)
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, b := range batches {
+			if err := s.insert(ctx, tx, b.ins, b.args); err != nil {
+				return err
 			}
 		}
-		return nil
+		return s.redeem(ctx, tx, redeemed)
 	})
 	if err != nil {
 		return unavailable(fmt.Sprintf("write %d records", len(recs)), err)
 	}
 	return nil
+}
+
+// timeArg is t as a statement argument: NULL when t is nil.
+func timeArg(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return *t
 }
 
 func earliest(cur *time.Time, at time.Time) *time.Time {
@@ -224,4 +266,156 @@ func (s *Store) Orders(ctx context.Context, eventID string) ([]Order, error) {
 		rows[i].CreatedAt = rows[i].CreatedAt.UTC()
 	}
 	return rows, nil
+}
+
+// bulkInsert is a multi-row INSERT into one table. WriteRecords cuts its rows
+// into statements of bulkSizes rows, each prepared once per connection, so a
+// batch of any size costs a few executions and no SQL parsing.
+type bulkInsert struct {
+	table  string
+	cols   []string
+	suffix string
+}
+
+// bulkSizes are the row counts of the prepared statements, largest first.
+// 256 rows of at most 10 columns stay well under the bind limits of SQLite
+// (32,766) and PostgreSQL (65,535).
+var bulkSizes = [...]int{256, 64, 16, 4, 1}
+
+// chunk is the rows of the next statement for rows rows left.
+func chunk(rows int) int {
+	for _, n := range bulkSizes {
+		if rows >= n {
+			return n
+		}
+	}
+	return 0
+}
+
+// text is the statement text for rows rows in dialect.
+func (b *bulkInsert) text(dialect string, rows int) string {
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO ")
+	sb.WriteString(b.table)
+	sb.WriteString(" (")
+	sb.WriteString(strings.Join(b.cols, ", "))
+	sb.WriteString(") VALUES ")
+	arg := 0
+	for r := range rows {
+		if r > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteByte('(')
+		for c := range b.cols {
+			if c > 0 {
+				sb.WriteString(", ")
+			}
+			arg++
+			if dialect == DialectPostgres {
+				sb.WriteByte('$')
+				sb.WriteString(strconv.Itoa(arg))
+			} else {
+				sb.WriteByte('?')
+			}
+		}
+		sb.WriteByte(')')
+	}
+	sb.WriteByte(' ')
+	sb.WriteString(b.suffix)
+	return sb.String()
+}
+
+type stmtKey struct {
+	ins  *bulkInsert
+	rows int
+}
+
+// stmtCache holds a store's prepared statements until Close.
+type stmtCache struct {
+	mu sync.Mutex
+	m  map[stmtKey]*sql.Stmt
+}
+
+// stmt returns the prepared statement for rows rows of ins, preparing it on
+// the pool the first time.
+func (s *Store) stmt(ctx context.Context, ins *bulkInsert, rows int) (*sql.Stmt, error) {
+	c := &s.stmts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := stmtKey{ins, rows}
+	if st := c.m[k]; st != nil {
+		return st, nil
+	}
+	pool, err := s.db.DB()
+	if err != nil {
+		return nil, err
+	}
+	st, err := pool.PrepareContext(ctx, ins.text(s.dialect, rows))
+	if err != nil {
+		return nil, fmt.Errorf("prepare %s: %w", ins.table, err)
+	}
+	if c.m == nil {
+		c.m = map[stmtKey]*sql.Stmt{}
+	}
+	c.m[k] = st
+	return st, nil
+}
+
+// prepare makes sure the statements insert needs for args exist.
+func (s *Store) prepare(ctx context.Context, ins *bulkInsert, args []any) error {
+	for rows := len(args) / len(ins.cols); rows > 0; {
+		n := chunk(rows)
+		if _, err := s.stmt(ctx, ins, n); err != nil {
+			return err
+		}
+		rows -= n
+	}
+	return nil
+}
+
+// insert runs ins in tx for args, len(ins.cols) of them per row.
+func (s *Store) insert(ctx context.Context, tx *sql.Tx, ins *bulkInsert, args []any) error {
+	w := len(ins.cols)
+	for len(args) > 0 {
+		n := chunk(len(args) / w)
+		st, err := s.stmt(ctx, ins, n)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args[:n*w]...); err != nil {
+			return fmt.Errorf("%s: %w", ins.table, err)
+		}
+		args = args[n*w:]
+	}
+	return nil
+}
+
+// inTx runs fn in one transaction on the store's pool, committing when it
+// returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	pool, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	tx, err := pool.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// close closes the prepared statements.
+func (c *stmtCache) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for k, st := range c.m {
+		errs = append(errs, st.Close())
+		delete(c.m, k)
+	}
+	return errors.Join(errs...)
 }

@@ -56,6 +56,7 @@ const migrateLockKey = 0x72757368 // "rush"
 type Store struct {
 	db      *gorm.DB
 	dialect string
+	stmts   stmtCache
 }
 
 // Open connects to the database named by databaseURL, creating the schema if
@@ -110,7 +111,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 }
 
 func (s *Store) migrate(ctx context.Context) error {
-	models := []any{&EventRow{}, &Entry{}, &Transition{}, &Order{}}
+	models := []any{&EventRow{}, &Entry{}, &Transition{}, &Order{}, &PracticeResult{}, &PriorityGrant{}}
 	db := s.db.WithContext(ctx)
 	if s.dialect != DialectPostgres {
 		return db.AutoMigrate(models...)
@@ -131,7 +132,7 @@ func (s *Store) Close() error {
 	if err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
-	return sqlDB.Close()
+	return errors.Join(s.stmts.close(), sqlDB.Close())
 }
 
 // Ping checks that the database answers.

@@ -2,35 +2,15 @@ package engine_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"sort"
 	"sync"
 	"testing"
 
-	"github.com/rushline/rushline/server/app"
-	"github.com/rushline/rushline/server/auth"
-	"github.com/rushline/rushline/server/redisproc/redistest"
 	"github.com/rushline/rushline/simulator/engine"
+	"github.com/rushline/rushline/simulator/internal/simtest"
 	"github.com/rushline/rushline/simulator/report"
 	"github.com/rushline/rushline/simulator/scenario"
 )
-
-var keys = auth.Keys{Admin: "admin-key", Simulator: "sim-key", Service: "service-key", JWTSecret: "jwt-secret"}
-
-// MustServer starts a rushline server on a private real Redis.
-func MustServer(tb testing.TB) string {
-	tb.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", RedisURL: "redis://" + redistest.MustStart(tb).Addr(),
-		DataDir: tb.TempDir(), Keys: keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		cancel()
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { cancel(); _ = srv.Wait() })
-	return "http://" + srv.Addr
-}
 
 // MustScenario loads a scenario shipped in scenarios/.
 func MustScenario(tb testing.TB, name string) *scenario.Scenario {
@@ -88,9 +68,9 @@ func MustCheckRun(tb testing.TB, sc *scenario.Scenario, raw report.Raw, bots []r
 }
 
 func TestPracticeSmallEndToEnd(t *testing.T) {
-	target := MustServer(t)
+	target := simtest.MustServer(t)
 	sc := MustScenario(t, "practice-small.yaml")
-	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: keys.Simulator, AdminKey: keys.Admin})
+	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator, AdminKey: simtest.Keys.Admin})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +90,9 @@ func TestPracticeSmallEndToEnd(t *testing.T) {
 }
 
 func TestShardsMergeToOneRun(t *testing.T) {
-	target := MustServer(t)
+	target := simtest.MustServer(t)
 	sc := MustScenario(t, "practice-small.yaml")
-	cfg := engine.Config{Target: target, SimulatorKey: keys.Simulator, AdminKey: keys.Admin}
+	cfg := engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator, AdminKey: simtest.Keys.Admin}
 	var (
 		wg     sync.WaitGroup
 		single report.Raw

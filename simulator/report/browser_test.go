@@ -7,7 +7,6 @@ import (
 	"image/png"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -19,39 +18,9 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/rushline/rushline/internal/browsertest"
 )
-
-// browserNames are the programs tried, in order, for headless Chromium.
-var browserNames = []string{"chromium", "chromium-browser", "google-chrome"}
-
-// findBrowser returns the path of a Chromium-like browser, and fails the test
-// when there is none: the report must be checked in a real browser, so a
-// missing one is an error of the machine, not a reason to skip.
-func findBrowser(t *testing.T) string {
-	t.Helper()
-	for _, name := range browserNames {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	t.Fatalf("no headless browser found on PATH (tried %s); install one with `apt-get install -y chromium`",
-		strings.Join(browserNames, ", "))
-	return ""
-}
-
-// artifactDir is where screenshots go: $RUSHLINE_ARTIFACTS, or
-// rushline-artifacts in the system's temporary directory.
-func artifactDir(t *testing.T) string {
-	t.Helper()
-	dir := os.Getenv("RUSHLINE_ARTIFACTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "rushline-artifacts")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatalf("artifact directory: %v", err)
-	}
-	return dir
-}
 
 // chartStateJS reports, for every chart container of the page, whether a
 // canvas in it has a size and at least one pixel that is not transparent.
@@ -94,7 +63,7 @@ const minCharts = 4
 // throws nothing, logs no error and draws every chart, and saves a
 // full-page screenshot of each as a test artifact.
 func TestHTMLRendersInChromium(t *testing.T) {
-	execPath := findBrowser(t)
+	execPath := browsertest.MustFind(t)
 
 	var page bytes.Buffer
 	if err := MustBuild(t, fixture(), fixtureRules...).WriteHTML(&page); err != nil {
@@ -105,7 +74,7 @@ func TestHTMLRendersInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	pageURL := (&url.URL{Scheme: "file", Path: filepath.ToSlash(htmlPath)}).String()
-	artifacts := artifactDir(t)
+	artifacts := browsertest.MustArtifactDir(t)
 
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()

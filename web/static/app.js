@@ -1,1411 +1,1001 @@
-// rushline waiting room page. Plain ES2020, no build step, no outside requests.
-// It speaks the HTTP API described in API.md: sessions, events, the queue,
-// seats and orders, and the admin routes for the operator panel.
-(function () {
-  'use strict';
+// rushline waiting room page: a session, a place in line, the seat map and
+// the live events table. Plain ES module, no build step, no outside
+// requests; it speaks the HTTP API described in API.md. Operators use the
+// dashboard (dashboard.html).
+import {
+  $, api, enc, tab as store, friendly, el, setText, showAlert, hideAlert, fmtNum, fmtTime, fmtEta, fmtClock,
+  plural, eventState, cssVar,
+} from '/lib.js';
 
-  const API = '/api/v1';
-  const POLL_MS = 1000;        // queue status
-  const SEATS_MS = 2000;       // seat map while ACTIVE
-  const EVENTS_MS = 2000;      // events table
-  const EVENTS_HIDDEN_MS = 10000;
-  const HEALTH_MS = 10000;
-  const SEAT_PAGE_LIMIT = 1500; // most seat buttons drawn at once
-  const MAX_SAMPLES = 600;
-  const MAX_STATS = 50;        // events whose stats the table refreshes
+const POLL_MS = 1000;        // queue status
+const SEATS_MS = 2000;       // seat map while ACTIVE
+const EVENTS_MS = 2000;      // events table
+const EVENTS_HIDDEN_MS = 10000;
+const HEALTH_MS = 10000;
+const SEAT_PAGE_LIMIT = 1500; // most seat buttons drawn at once
+const MAX_SAMPLES = 600;
+const MAX_STATS = 50;        // events whose stats the table refreshes
 
-  const $ = (id) => document.getElementById(id);
-  const BASE_TITLE = document.title;
+const BASE_TITLE = document.title;
 
-  // ---------- storage (this tab only) ----------
+// ---------- session (this tab only) ----------
 
-  const store = {
-    get(key) {
-      try { return JSON.parse(sessionStorage.getItem('rushline.' + key)); } catch (_) { return null; }
-    },
-    set(key, value) {
-      try { sessionStorage.setItem('rushline.' + key, JSON.stringify(value)); } catch (_) { /* private mode */ }
-    },
-    del(key) {
-      try { sessionStorage.removeItem('rushline.' + key); } catch (_) { /* ignore */ }
-    },
-  };
-
-  // ---------- API ----------
-
-  class ApiError extends Error {
-    constructor(httpStatus, code, message, extra) {
-      super(message || code);
-      this.httpStatus = httpStatus;
-      this.code = code;
-      this.serverMessage = message || '';
-      this.status = extra && extra.status;          // error.status for NOT_ACTIVE
-      this.retryAfter = (extra && extra.retryAfter) || 0;
-    }
-  }
-
-  function session() {
-    const s = store.get('session');
-    if (!s || !s.access_token) return null;
-    if (s.expires_at && Date.parse(s.expires_at) <= Date.now()) {
-      store.del('session');
-      return null;
-    }
-    return s;
-  }
-
-  async function api(method, path, opts) {
-    const o = opts || {};
-    const headers = Object.assign({ Accept: 'application/json' }, o.headers || {});
-    if (o.body !== undefined) headers['Content-Type'] = 'application/json';
-    if (o.auth) {
-      const s = session();
-      if (s) headers.Authorization = 'Bearer ' + s.access_token;
-    }
-    if (o.admin) headers['X-Admin-Key'] = adminKey();
-    let res;
-    try {
-      res = await fetch(API + path, {
-        method,
-        headers,
-        body: o.body === undefined ? undefined : JSON.stringify(o.body),
-        cache: 'no-store',
-        credentials: 'same-origin',
-      });
-    } catch (_) {
-      throw new ApiError(0, 'NETWORK', '');
-    }
-    if (res.status === 204) return null;
-    let data = null;
-    try {
-      const text = await res.text();
-      data = text ? JSON.parse(text) : null;
-    } catch (_) {
-      data = null;
-    }
-    if (!res.ok) {
-      const e = (data && typeof data === 'object' && data.error) || {};
-      throw new ApiError(res.status, typeof e.code === 'string' ? e.code : 'HTTP_' + res.status,
-        typeof e.message === 'string' ? e.message : '',
-        { status: e.status, retryAfter: parseInt(res.headers.get('Retry-After') || '0', 10) || 0 });
-    }
-    return data;
-  }
-
-  const enc = encodeURIComponent;
-
-  // friendly turns an API error into a sentence for people. where is
-  // 'user', 'admin', 'buy', 'join' or 'events', to pick the wording.
-  function friendly(err, where) {
-    if (!(err instanceof ApiError)) return 'Something went wrong in this page. Reload it and try again.';
-    const wait = err.retryAfter ? `${err.retryAfter} s` : 'a moment';
-    switch (err.code) {
-      case 'NETWORK':
-        return 'Can\'t reach the rushline server. Check that it is still running; this page keeps trying.';
-      case 'RATE_LIMITED':
-        return `Too many requests from this address. Wait ${wait} and try again.`;
-      case 'UNAVAILABLE':
-        return `The server's storage (Redis or the database) isn't answering right now. Nothing was half-done; try again in ${wait}.`;
-      case 'SOLD_OUT':
-        return 'Sold out: every seat for this event is gone.';
-      case 'SEAT_TAKEN':
-        return 'Someone else just took that seat. The map has been refreshed, pick another one.';
-      case 'EVENT_NOT_OPEN':
-        return 'This event\'s line isn\'t open yet. Come back when it opens.';
-      case 'EVENT_CLOSED':
-        return 'This event\'s line has closed: it takes no more joins.';
-      case 'EVENT_EXISTS':
-        return 'An event with that id already exists. Choose another id.';
-      case 'EVENT_NOT_FOUND':
-        return 'That event doesn\'t exist (any more).';
-      case 'TOKEN_NOT_FOUND':
-        return 'The server no longer knows this place in line.';
-      case 'SEAT_NOT_FOUND':
-        return 'That seat isn\'t on this event\'s map.';
-      case 'NOT_ACTIVE':
-        return notActiveText(err.status);
-      case 'TOKEN_OWNER_MISMATCH':
-        return 'That place in line belongs to another session.';
-      case 'UNAUTHENTICATED':
-        if (where === 'admin') return 'This needs the admin key. Paste it into the Admin key field above.';
-        return 'Your session has expired or isn\'t valid any more. Start a new session.';
-      case 'FORBIDDEN':
-        if (where === 'admin') return 'That admin key is wrong. Copy admin_key from the server\'s keys.json.';
-        return 'You aren\'t allowed to do that' + (err.serverMessage ? `: ${err.serverMessage}.` : '.');
-      case 'BAD_REQUEST':
-        return 'The server didn\'t accept that' + (err.serverMessage ? `: ${err.serverMessage}.` : '.');
-      case 'BODY_TOO_LARGE':
-        return 'That request was too large for the server.';
-      default:
-        if (err.serverMessage) return capitalize(err.serverMessage) + '.';
-        return `The server answered with an error (HTTP ${err.httpStatus}). Try again in a moment.`;
-    }
-  }
-
-  function notActiveText(status) {
-    switch (status) {
-      case 'WAITING': return 'It isn\'t your turn yet: you are still in line.';
-      case 'EXPIRED': return 'Your time to buy ran out. Join the line again for a new turn.';
-      case 'DONE': return 'This turn was already used for an order.';
-      case 'LEFT': return 'You left the line, so this turn can\'t be used.';
-      default: return 'Your place in line isn\'t active right now.';
-    }
-  }
-
-  function capitalize(s) {
-    s = String(s).replace(/[.\s]+$/, '');
-    return s.charAt(0).toUpperCase() + s.slice(1);
-  }
-
-  // ---------- small UI helpers ----------
-
-  function el(tag, attrs, children) {
-    const n = document.createElement(tag);
-    if (attrs) {
-      for (const [k, v] of Object.entries(attrs)) {
-        if (v === undefined || v === null || v === false) continue;
-        if (k === 'class') n.className = v;
-        else if (k === 'text') n.textContent = v;
-        else if (k === 'dataset') Object.assign(n.dataset, v);
-        else n.setAttribute(k, v === true ? '' : String(v));
-      }
-    }
-    for (const c of [].concat(children || [])) {
-      if (c === null || c === undefined) continue;
-      n.append(c instanceof Node ? c : document.createTextNode(String(c)));
-    }
-    return n;
-  }
-
-  function setText(node, text) {
-    const t = String(text);
-    if (node && node.textContent !== t) node.textContent = t;
-  }
-
-  const ICONS = { error: '!', success: '✓', info: 'i', warn: '!' };
-
-  function showAlert(box, text, kind) {
-    const k = kind || 'error';
-    box.dataset.kind = k;
-    box.replaceChildren(
-      el('span', { class: 'alert-icon', 'aria-hidden': 'true', text: ICONS[k] }),
-      el('span', { class: 'alert-text', text }),
-      el('button', { class: 'alert-close', type: 'button', 'aria-label': 'Dismiss', text: '×' }),
-    );
-    box.hidden = false;
-  }
-
-  function hideAlert(box) {
-    box.hidden = true;
-    box.replaceChildren();
-  }
-
-  document.addEventListener('click', (e) => {
-    const btn = e.target.closest && e.target.closest('.alert-close');
-    if (btn) hideAlert(btn.closest('.alert'));
-  });
-
-  const nf = new Intl.NumberFormat();
-  const fmtNum = (n) => (typeof n === 'number' && isFinite(n) ? nf.format(n) : '—');
-  const dtf = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'short' });
-  const fmtTime = (iso) => {
-    const d = new Date(iso);
-    return isNaN(d) ? '—' : dtf.format(d);
-  };
-
-  const tf = new Intl.DateTimeFormat(undefined, { timeStyle: 'short' });
-  const df = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'short' });
-  // fmtShort is a time today, or a short date and time.
-  const fmtShort = (iso) => {
-    const d = new Date(iso);
-    if (isNaN(d)) return '—';
-    return d.toDateString() === new Date().toDateString() ? tf.format(d) : df.format(d);
-  };
-
-  function fmtEta(s) {
-    if (typeof s !== 'number' || !isFinite(s)) return '—';
-    if (s <= 0) return 'any moment';
-    if (s < 60) return `~${Math.round(s)} s`;
-    if (s < 3600) return `~${Math.round(s / 60)} min`;
-    const h = Math.floor(s / 3600);
-    const m = Math.round((s % 3600) / 60);
-    return m ? `~${h} h ${m} min` : `~${h} h`;
-  }
-
-  function fmtEtaWords(s) {
-    if (typeof s !== 'number' || !isFinite(s)) return '';
-    if (s <= 0) return 'your turn could come any moment';
-    if (s < 60) return `about ${plural(Math.round(s), 'second')} to go`;
-    if (s < 3600) return `about ${plural(Math.round(s / 60), 'minute')} to go`;
-    return `about ${Math.round(s / 360) / 10} hours to go`;
-  }
-
-  function plural(n, word) {
-    return `${n} ${word}${n === 1 ? '' : 's'}`;
-  }
-
-  function fmtClock(ms) {
-    const total = Math.max(0, Math.ceil(ms / 1000));
-    const h = Math.floor(total / 3600);
-    const m = Math.floor((total % 3600) / 60);
-    const s = total % 60;
-    const ss = String(s).padStart(2, '0');
-    return h ? `${h}:${String(m).padStart(2, '0')}:${ss}` : `${m}:${ss}`;
-  }
-
-  function fmtInterval(ms) {
-    if (ms % 1000 === 0) return `${ms / 1000} s`;
-    return `${ms} ms`;
-  }
-
-  // ---------- events data (shared by all panels) ----------
-
-  const events = {
-    list: [],            // as GET /events answers, in its order
-    byId: new Map(),     // id -> event with stats (GET /events/{id})
-    loaded: false,
-  };
-
-  function eventState(ev) {
-    const now = Date.now();
-    const st = ev.stats;
-    if (ev.closes_at && Date.parse(ev.closes_at) <= now) return { key: 'closed', label: 'Closed' };
-    if (st && st.seats_left === 0) return { key: 'soldout', label: 'Sold out' };
-    if (ev.opens_at && Date.parse(ev.opens_at) > now) return { key: 'soon', label: 'Opens ' + fmtShort(ev.opens_at) };
-    if (ev.paused) return { key: 'paused', label: 'Paused' };
-    return { key: 'open', label: 'Open' };
-  }
-
-  function eventLabel(ev) {
-    return ev.name ? `${ev.name} (${ev.id})` : ev.id;
-  }
-
-  function policyText(ev) {
-    const per = `${fmtNum(ev.admit_batch)} per ${fmtInterval(ev.admit_interval_ms)}`;
-    switch (ev.policy) {
-      case 'batch': return `batch · ${per}`;
-      case 'adaptive': return `adaptive · up to ${per} · max ${fmtNum(ev.max_tps)} TPS`;
-      default: return `capacity ${fmtNum(ev.capacity)} · ${per}`;
-    }
-  }
-
-  let eventsTimer = 0;
-  let eventsBusy = false;
-
-  async function refreshEvents() {
-    clearTimeout(eventsTimer);
-    if (eventsBusy) return;
-    eventsBusy = true;
-    try {
-      const r = await api('GET', '/events');
-      const list = Array.isArray(r && r.events) ? r.events : [];
-      // Stats cost one request per event: fetch them for the first ones only.
-      const details = await Promise.all(list.map((ev, i) => (i < MAX_STATS
-        ? api('GET', '/events/' + enc(ev.id)).catch(() => null) : null)));
-      events.list = list.map((ev, i) => details[i] || events.byId.get(ev.id) || ev);
-      events.byId = new Map(events.list.map((ev) => [ev.id, ev]));
-      events.loaded = true;
-      hideAlert($('events-alert'));
-      $('events-live').dataset.state = 'live';
-      setText($('events-live'), 'Live · every 2 s');
-      renderEventsTable();
-      renderEventSelect();
-      renderAdminEvents();
-    } catch (err) {
-      showAlert($('events-alert'), friendly(err, 'events'));
-      $('events-live').dataset.state = 'stale';
-      setText($('events-live'), 'Reconnecting…');
-      if (!events.loaded) renderEventSelect();
-    } finally {
-      eventsBusy = false;
-      eventsTimer = setTimeout(refreshEvents, document.hidden ? EVENTS_HIDDEN_MS : EVENTS_MS);
-    }
-  }
-
-  document.addEventListener('visibilitychange', () => {
-    if (!document.hidden) refreshEvents();
-  });
-
-  // keyedRows keeps one <tr> per event id, so a refresh does not rebuild
-  // rows (and does not steal keyboard focus from their buttons).
-  function keyedRows(tbody, ids, make) {
-    const have = new Map();
-    for (const tr of Array.from(tbody.rows)) have.set(tr.dataset.id, tr);
-    const rows = ids.map((id) => have.get(id) || make(id));
-    for (const [id, tr] of have) if (!ids.includes(id)) tr.remove();
-    rows.forEach((tr, i) => {
-      if (tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
-    });
-    return rows;
-  }
-
-  function renderEventsTable() {
-    const tbody = $('events-body');
-    const ids = events.list.map((ev) => ev.id);
-    $('events-empty').hidden = ids.length > 0;
-    const rows = keyedRows(tbody, ids, (id) => {
-      const tr = el('tr', { dataset: { id } });
-      const bar = el('div', { class: 'bar accent', role: 'progressbar', 'aria-valuemin': '0' }, [el('span')]);
-      tr.append(
-        el('td', { class: 'cell-event', 'data-label': 'Event' }, [el('div', { class: 'ev-name' }), el('div', { class: 'ev-meta' })]),
-        el('td', { 'data-label': 'State' }, [el('span', { class: 'pill' })]),
-        el('td', { class: 'num', 'data-label': 'Waiting', dataset: { k: 'waiting' } }),
-        el('td', { class: 'num', 'data-label': 'Active', dataset: { k: 'active' } }),
-        el('td', { class: 'num', 'data-label': 'Admitted', dataset: { k: 'admitted_total' } }),
-        el('td', { class: 'sold-cell', 'data-label': 'Sold' }, [el('div', { class: 'sold-text' }), bar]),
-        el('td', { class: 'num', 'data-label': 'Seats left', dataset: { k: 'seats_left' } }),
-      );
-      return tr;
-    });
-    rows.forEach((tr, i) => {
-      const ev = events.list[i];
-      const st = ev.stats || {};
-      const cells = tr.cells;
-      setText(cells[0].children[0], ev.name || ev.id);
-      setText(cells[0].children[1], `${ev.id} · ${policyText(ev)}`);
-      const state = eventState(ev);
-      const pill = cells[1].firstChild;
-      pill.dataset.state = state.key;
-      setText(pill, state.label);
-      for (const td of tr.querySelectorAll('td[data-k]')) setText(td, fmtNum(st[td.dataset.k]));
-      const sold = typeof st.sold === 'number' ? st.sold : 0;
-      const seats = ev.seats || 0;
-      const pct = seats ? Math.min(100, (sold / seats) * 100) : 0;
-      setText(cells[5].children[0], `${fmtNum(sold)} / ${fmtNum(seats)} · ${pct < 10 && pct > 0 ? pct.toFixed(1) : Math.round(pct)}%`);
-      const bar = cells[5].children[1];
-      bar.setAttribute('aria-valuemax', String(seats));
-      bar.setAttribute('aria-valuenow', String(sold));
-      bar.setAttribute('aria-label', `Seats sold for ${ev.name || ev.id}`);
-      bar.firstChild.style.width = pct + '%';
-    });
-  }
-
-  function renderEventSelect() {
-    const sel = $('event-select');
-    const keep = sel.value || (store.get('event') || '');
-    if (!events.loaded) {
-      if (sel.options.length !== 1 || sel.options[0].value !== '') sel.replaceChildren(el('option', { value: '', text: 'Loading events…' }));
-      updateJoinState();
-      return;
-    }
-    if (events.list.length === 0) {
-      if (sel.options.length !== 1 || sel.options[0].textContent !== 'No events yet') {
-        sel.replaceChildren(el('option', { value: '', text: 'No events yet' }));
-      }
-      updateJoinState();
-      return;
-    }
-    // Update options in place: rebuilding would close an open drop-down.
-    const want = events.list.map((ev) => {
-      const st = eventState(ev);
-      return { value: ev.id, text: eventLabel(ev) + (st.key === 'open' ? '' : ` · ${st.label.toLowerCase()}`) };
-    });
-    const opts = Array.from(sel.options);
-    const same = opts.length === want.length && opts.every((o, i) => o.value === want[i].value);
-    if (!same) {
-      sel.replaceChildren(...want.map((w) => el('option', { value: w.value, text: w.text })));
-    } else {
-      opts.forEach((o, i) => setText(o, want[i].text));
-    }
-    if (keep && events.byId.has(keep)) sel.value = keep;
-    else if (!sel.value) sel.selectedIndex = 0;
-    updateJoinState();
-  }
-
-  // ---------- health ----------
-
-  async function refreshHealth() {
-    const box = $('server-health');
-    try {
-      const res = await fetch('/readyz', { cache: 'no-store' });
-      if (res.ok) {
-        box.dataset.state = 'ok';
-        setText(box, 'Server ready');
-      } else {
-        box.dataset.state = 'degraded';
-        setText(box, 'Storage not answering');
-      }
-    } catch (_) {
-      box.dataset.state = 'down';
-      setText(box, 'Server unreachable');
-    }
-    setTimeout(refreshHealth, HEALTH_MS);
-  }
-
-  // ---------- session ----------
-
-  function renderSession() {
-    const s = session();
-    $('session-form').hidden = !!s;
-    $('nickname-hint').hidden = !!s;
-    $('session-info').hidden = !s;
-    $('step-session').dataset.done = String(!!s);
-    if (s) {
-      setText($('session-name'), s.nickname);
-      setText($('session-avatar'), Array.from(s.nickname || '?')[0].toUpperCase());
-    }
-    $('sign-out').hidden = ticketIsLive();
-    updateJoinState();
-  }
-
-  async function startSession(e) {
-    e.preventDefault();
-    const input = $('nickname');
-    const nick = input.value.trim();
-    const alertBox = $('try-alert');
-    const chars = Array.from(nick).length;
-    if (chars < 1 || chars > 32) {
-      showAlert(alertBox, 'Pick a nickname of 1 to 32 characters.');
-      input.focus();
-      return;
-    }
-    const btn = $('start-session');
-    btn.disabled = true;
-    setText(btn, 'Starting…');
-    try {
-      const r = await api('POST', '/sessions', { body: { nickname: nick } });
-      store.set('session', r);
-      store.set('nickname', nick);
-      hideAlert(alertBox);
-      renderSession();
-      const sel = $('event-select');
-      if (!sel.disabled) sel.focus();
-    } catch (err) {
-      showAlert(alertBox, friendly(err, 'user'));
-    } finally {
-      btn.disabled = false;
-      setText(btn, 'Start session');
-    }
-  }
-
-  function signOut() {
-    if (ticketIsLive()) return;
+function session() {
+  const s = store.get('session');
+  if (!s || !s.access_token) return null;
+  if (s.expires_at && Date.parse(s.expires_at) <= Date.now()) {
     store.del('session');
-    store.del('ticket');
-    resetTicket();
-    renderSession();
-    $('nickname').focus();
-  }
-
-  // ---------- joining ----------
-
-  function updateJoinState() {
-    const s = session();
-    const sel = $('event-select');
-    const join = $('join');
-    const hint = $('event-hint');
-    const ev = events.byId.get(sel.value);
-    const live = ticketIsLive();
-    sel.disabled = !events.loaded || events.list.length === 0 || live;
-    join.disabled = !s || !ev || live || joining;
-    $('step-join').dataset.done = String(live);
-    let text;
-    if (!s) text = 'Start a session first.';
-    else if (live) text = `You are in line for ${ticket.eventName}. Leave it to join another event.`;
-    else if (!events.loaded) text = 'Loading events…';
-    else if (!ev) text = 'No event to join yet: an operator can create one below.';
-    else {
-      const st = ev.stats || {};
-      const bits = [];
-      const state = eventState(ev);
-      if (state.key === 'soon') bits.push(`The line opens ${fmtTime(ev.opens_at)}.`);
-      else if (state.key === 'closed') bits.push('The line has closed.');
-      else if (state.key === 'soldout') bits.push('Sold out.');
-      else if (state.key === 'paused') bits.push('Admission is paused: you can queue, but nobody is let in until it resumes.');
-      if (typeof st.seats_left === 'number') bits.push(`${fmtNum(st.seats_left)} of ${fmtNum(ev.seats)} seats left, ${fmtNum(st.waiting)} waiting.`);
-      if (ev.closes_at && state.key !== 'closed') bits.push(`Closes ${fmtTime(ev.closes_at)}.`);
-      bits.push(`You get ${fmtNum(ev.active_ttl_s)} s to buy once admitted.`);
-      text = bits.join(' ');
-    }
-    setText(hint, text);
-  }
-
-  let joining = false;
-
-  async function join(eventId) {
-    const alertBox = $('try-alert');
-    if (!session()) {
-      showAlert(alertBox, 'Start a session first: pick a nickname above.');
-      renderSession();
-      $('nickname').focus();
-      return;
-    }
-    if (!eventId) {
-      showAlert(alertBox, 'Pick an event to join.');
-      return;
-    }
-    joining = true;
-    const btns = [$('join'), $('join-again')];
-    btns.forEach((b) => { b.disabled = true; });
-    const label = $('join').textContent;
-    setText($('join'), 'Joining…');
-    try {
-      const r = await api('POST', `/events/${enc(eventId)}/queue`, { body: { user_type: 'ACTUAL' }, auth: true });
-      hideAlert(alertBox);
-      store.set('event', eventId);
-      startTicket(eventId, r.token, r, true);
-    } catch (err) {
-      if (err.code === 'UNAUTHENTICATED') {
-        store.del('session');
-        renderSession();
-      }
-      let text = friendly(err, 'join');
-      const ev = events.byId.get(eventId);
-      if (err.code === 'EVENT_NOT_OPEN' && ev && ev.opens_at) text = `This event's line isn't open yet: it opens ${fmtTime(ev.opens_at)}.`;
-      const soft = err.code === 'NETWORK' || err.code === 'UNAVAILABLE' || err.code === 'RATE_LIMITED';
-      showAlert(alertBox, text, soft ? 'warn' : 'error');
-    } finally {
-      joining = false;
-      setText($('join'), label);
-      btns.forEach((b) => { b.disabled = false; });
-      updateJoinState();
-    }
-  }
-
-  // ---------- the ticket (a place in line) ----------
-
-  const ticket = {
-    eventId: '',
-    eventName: '',
-    token: '',
-    status: '',
-    samples: [],      // {t: ms since start, p: position}
-    startedAt: 0,
-    expiresAt: 0,
-    ttlMs: 0,
-    pollTimer: 0,
-    seatTimer: 0,
-    clockTimer: 0,
-    lastAnnounce: 0,
-    lastAnnounced: null,
-    order: null,
-    pollFailures: 0,
-    warned: 0,
-  };
-
-  function ticketIsLive() {
-    return !!ticket.token && (ticket.status === 'WAITING' || ticket.status === 'ACTIVE' || ticket.status === '');
-  }
-
-  function stopTimers() {
-    clearTimeout(ticket.pollTimer);
-    clearTimeout(ticket.seatTimer);
-    clearInterval(ticket.clockTimer);
-    ticket.pollTimer = ticket.seatTimer = ticket.clockTimer = 0;
-  }
-
-  function resetTicket() {
-    stopTimers();
-    Object.assign(ticket, {
-      eventId: '', eventName: '', token: '', status: '', samples: [], startedAt: 0,
-      expiresAt: 0, ttlMs: 0, lastAnnounce: 0, lastAnnounced: null, order: null, pollFailures: 0, warned: 0,
-    });
-    seatView.key = '';
-    $('ticket').hidden = true;
-    $('buy-result').replaceChildren();
-    document.title = BASE_TITLE;
-  }
-
-  function startTicket(eventId, token, entry, fresh) {
-    const sameTicket = ticket.token === token && ticket.eventId === eventId;
-    if (!sameTicket) {
-      resetTicket();
-      ticket.eventId = eventId;
-      ticket.token = token;
-      ticket.startedAt = Date.now();
-      $('buy-result').replaceChildren();
-    }
-    const ev = events.byId.get(eventId);
-    ticket.eventName = ev ? ev.name || ev.id : eventId;
-    store.set('ticket', { event_id: eventId, token, started_at: ticket.startedAt });
-    $('ticket').hidden = false;
-    setText($('ticket-event'), ticket.eventName);
-    setText($('ticket-token'), token.length > 14 ? token.slice(0, 8) + '…' + token.slice(-4) : token);
-    $('ticket-token').title = token;
-    if (entry) applyEntry(entry);
-    else schedulePoll(0);
-    if (fresh && $('ticket').scrollIntoView) $('ticket').scrollIntoView({ behavior: 'smooth', block: 'nearest' });
-    renderSession();
-  }
-
-  function schedulePoll(ms) {
-    clearTimeout(ticket.pollTimer);
-    ticket.pollTimer = setTimeout(poll, ms);
-  }
-
-  async function poll() {
-    const { eventId, token } = ticket;
-    if (!token) return;
-    try {
-      const r = await api('GET', `/events/${enc(eventId)}/queue/${enc(token)}`);
-      if (ticket.token !== token) return;
-      ticket.pollFailures = 0;
-      hideConnNote();
-      applyEntry(r);
-    } catch (err) {
-      if (ticket.token !== token) return;
-      if (err.code === 'TOKEN_NOT_FOUND' || err.code === 'EVENT_NOT_FOUND') {
-        finish('LOST', friendly(err));
-        return;
-      }
-      ticket.pollFailures++;
-      showConnNote(friendly(err, 'user'));
-      const wait = err.retryAfter ? err.retryAfter * 1000 : Math.min(10000, POLL_MS * (1 + ticket.pollFailures));
-      schedulePoll(wait);
-    }
-  }
-
-  function showConnNote(text) { showAlert($('try-alert'), text, 'warn'); }
-  function hideConnNote() {
-    const box = $('try-alert');
-    if (!box.hidden && box.dataset.kind === 'warn') hideAlert(box);
-  }
-
-  const HEADLINES = {
-    WAITING: 'You\'re in line. Keep this tab open; your place is kept even if you reload.',
-    ACTIVE: 'It\'s your turn! Pick a seat before the time runs out.',
-  };
-
-  function applyEntry(r) {
-    const status = r.status;
-    const prev = ticket.status;
-    ticket.status = status;
-    const badge = $('status');
-    badge.dataset.status = status;
-    setText(badge, status);
-    if (typeof r.waiting === 'number') setText($('waiting'), fmtNum(r.waiting));
-    if (typeof r.admitted_total === 'number') setText($('admitted'), fmtNum(r.admitted_total));
-
-    if (status === 'WAITING') {
-      setText($('headline'), HEADLINES.WAITING);
-      setText($('position'), fmtNum(r.position));
-      delete $('position').dataset.long;
-      setText($('eta'), fmtEta(r.eta_s));
-      $('waiting-area').hidden = false;
-      $('active-area').hidden = true;
-      $('final-area').hidden = true;
-      $('leave').hidden = false;
-      addSample(r.position);
-      announcePosition(r.position, r.eta_s, prev !== 'WAITING');
-      document.title = `#${fmtNum(r.position)} in line · ${BASE_TITLE}`;
-      schedulePoll(POLL_MS);
-    } else if (status === 'ACTIVE') {
-      setText($('headline'), HEADLINES.ACTIVE);
-      setText($('position'), 'Your turn');
-      $('position').dataset.long = 'true';
-      setText($('eta'), 'now');
-      $('waiting-area').hidden = false;
-      $('active-area').hidden = false;
-      $('final-area').hidden = true;
-      $('leave').hidden = false;
-      if (prev !== 'ACTIVE' && ticket.samples.length) addSample(0);
-      const exp = Date.parse(r.expires_at);
-      if (!isNaN(exp)) ticket.expiresAt = exp;
-      const ev = events.byId.get(ticket.eventId);
-      ticket.ttlMs = ev && ev.active_ttl_s ? ev.active_ttl_s * 1000 : Math.max(ticket.ttlMs, ticket.expiresAt - Date.now());
-      if (prev !== 'ACTIVE') {
-        announce(`It's your turn! You have ${fmtClock(ticket.expiresAt - Date.now())} to pick a seat.`);
-        document.title = `Your turn! · ${BASE_TITLE}`;
-        startClock();
-        refreshSeats();
-      }
-      schedulePoll(POLL_MS);
-    } else {
-      finish(status);
-    }
-    updateJoinState();
-    $('sign-out').hidden = ticketIsLive();
-  }
-
-  const FINAL_TEXT = {
-    EXPIRED: 'Your time to buy ran out and your turn went to the next person. Join again to get a new place at the back of the line.',
-    DONE: 'Done: you bought a seat with this turn. You can join the line again for another one.',
-    LEFT: 'You left the line; your place went to the people behind you.',
-    LOST: 'The server no longer knows this place in line (it may have been reset).',
-  };
-
-  function finish(status, extra) {
-    stopTimers();
-    ticket.status = status;
-    const badge = $('status');
-    badge.dataset.status = status === 'LOST' ? '' : status;
-    setText(badge, status === 'LOST' ? 'UNKNOWN' : status);
-    const headline = {
-      EXPIRED: 'Your turn expired.',
-      DONE: 'You got a seat!',
-      LEFT: 'You left the line.',
-      LOST: 'This place in line is gone.',
-    }[status] || status;
-    setText($('headline'), headline);
-    setText($('final-text'), extra && status === 'LOST' ? extra + ' Join again to get a new place.' : FINAL_TEXT[status] || '');
-    $('final-area').hidden = false;
-    $('active-area').hidden = true;
-    $('leave').hidden = true;
-    setText($('position'), '—');
-    delete $('position').dataset.long;
-    setText($('eta'), '—');
-    if (status === 'DONE' && !ticket.order) {
-      setResult('success', 'Order complete', 'This turn was used for an order.');
-    }
-    announce(headline + ' ' + (FINAL_TEXT[status] || ''));
-    document.title = BASE_TITLE;
-    updateJoinState();
-    renderSession();
-  }
-
-  // ---------- announcements for screen readers ----------
-
-  function announce(text) {
-    const live = $('live');
-    live.textContent = '';
-    // A fresh text node makes screen readers read the same text again.
-    setTimeout(() => { live.textContent = text; }, 30);
-    ticket.lastAnnounce = Date.now();
-  }
-
-  // announcePosition speaks the position now and then, not every second.
-  function announcePosition(pos, eta, force) {
-    const now = Date.now();
-    const last = ticket.lastAnnounced;
-    const due = force || last === null || (now - ticket.lastAnnounce > 15000 && pos !== last) ||
-      (pos <= 5 && pos !== last);
-    if (!due) return;
-    ticket.lastAnnounced = pos;
-    const words = fmtEtaWords(eta);
-    announce(`You are number ${pos} in line${words ? ', ' + words : ''}.`);
-  }
-
-  // ---------- position chart ----------
-
-  function addSample(pos) {
-    if (typeof pos !== 'number' || !isFinite(pos)) return;
-    const t = Date.now() - ticket.startedAt;
-    const s = ticket.samples;
-    s.push({ t, p: pos });
-    if (s.length > MAX_SAMPLES) {
-      // Keep the first point and thin out the rest.
-      ticket.samples = [s[0]].concat(s.slice(1).filter((_, i) => i % 2 === 1));
-    }
-    drawChart();
-  }
-
-  function niceMax(v) {
-    if (v <= 5) return 5;
-    const mag = Math.pow(10, Math.floor(Math.log10(v)));
-    for (const m of [1, 2, 2.5, 5, 10]) if (m * mag >= v) return m * mag;
-    return 10 * mag;
-  }
-
-  function cssVar(name) {
-    return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
-  }
-
-  function drawChart() {
-    const canvas = $('position-chart');
-    if (!canvas || $('ticket').hidden || $('waiting-area').hidden) return;
-    const ctx = canvas.getContext && canvas.getContext('2d');
-    if (!ctx) return;
-    const dpr = window.devicePixelRatio || 1;
-    const w = canvas.clientWidth || 300;
-    const h = canvas.clientHeight || 150;
-    if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
-      canvas.width = Math.round(w * dpr);
-      canvas.height = Math.round(h * dpr);
-    }
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.clearRect(0, 0, w, h);
-
-    const font = getComputedStyle(document.body).fontFamily;
-    const muted = cssVar('--muted') || '#666';
-    const grid = cssVar('--chart-grid') || '#ddd';
-    const line = cssVar('--chart-line') || '#33c';
-    const pad = { l: 46, r: 14, t: 18, b: 26 };
-    const pw = Math.max(10, w - pad.l - pad.r);
-    const ph = Math.max(10, h - pad.t - pad.b);
-    const s = ticket.samples;
-
-    ctx.font = `11px ${font}`;
-    ctx.fillStyle = muted;
-    ctx.textBaseline = 'middle';
-
-    if (!s.length) {
-      ctx.textAlign = 'center';
-      ctx.fillText('Waiting for the first update…', w / 2, h / 2);
-      canvas.setAttribute('aria-label', 'Chart of your position in line over time: no data yet');
-      return;
-    }
-
-    const maxP = niceMax(Math.max(...s.map((p) => p.p), 1));
-    const maxT = Math.max(10000, s[s.length - 1].t);
-    const x = (t) => pad.l + (t / maxT) * pw;
-    const y = (p) => pad.t + ph - (p / maxP) * ph;
-
-    // Grid and y labels.
-    ctx.strokeStyle = grid;
-    ctx.lineWidth = 1;
-    ctx.textAlign = 'right';
-    for (let i = 0; i <= 4; i++) {
-      const v = (maxP / 4) * i;
-      const yy = Math.round(y(v)) + 0.5;
-      ctx.beginPath();
-      ctx.moveTo(pad.l, yy);
-      ctx.lineTo(pad.l + pw, yy);
-      ctx.stroke();
-      ctx.fillText(fmtNum(Math.round(v)), pad.l - 6, yy);
-    }
-    // X labels.
-    ctx.textAlign = 'center';
-    ctx.textBaseline = 'top';
-    const secs = maxT / 1000;
-    const step = [5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600].find((st) => secs / st <= 5) || 7200;
-    for (let v = 0; v <= secs + 0.001; v += step) {
-      const label = v >= 120 ? `${Math.round(v / 60)}m` : `${v}s`;
-      ctx.fillText(label, x(v * 1000), pad.t + ph + 6);
-    }
-    // Axis titles.
-    ctx.textAlign = 'left';
-    ctx.textBaseline = 'alphabetic';
-    ctx.fillText('position', 4, 11);
-    ctx.textAlign = 'right';
-    ctx.fillText('time since joining', pad.l + pw, 11);
-
-    // The line.
-    ctx.strokeStyle = line;
-    ctx.lineWidth = 2;
-    ctx.lineJoin = 'round';
-    ctx.lineCap = 'round';
-    ctx.beginPath();
-    s.forEach((pt, i) => {
-      const px = x(pt.t);
-      const py = y(pt.p);
-      if (i === 0) ctx.moveTo(px, py);
-      else ctx.lineTo(px, py);
-    });
-    ctx.stroke();
-    const last = s[s.length - 1];
-    ctx.fillStyle = line;
-    ctx.beginPath();
-    ctx.arc(x(last.t), y(last.p), 3.5, 0, Math.PI * 2);
-    ctx.fill();
-
-    canvas.setAttribute('aria-label',
-      `Chart of your position in line over time: from ${s[0].p} to ${last.p} in ${Math.round(last.t / 1000)} seconds`);
-  }
-
-  if (window.ResizeObserver) {
-    new ResizeObserver(() => drawChart()).observe($('position-chart'));
-  } else {
-    window.addEventListener('resize', drawChart);
-  }
-  if (window.matchMedia) {
-    const mq = window.matchMedia('(prefers-color-scheme: dark)');
-    if (mq.addEventListener) mq.addEventListener('change', drawChart);
-  }
-
-  // ---------- countdown ----------
-
-  function startClock() {
-    clearInterval(ticket.clockTimer);
-    tick();
-    ticket.clockTimer = setInterval(tick, 250);
-  }
-
-  let expiryPolled = false;
-
-  function tick() {
-    const left = ticket.expiresAt - Date.now();
-    const box = $('countdown');
-    setText($('time-left'), ticket.expiresAt ? fmtClock(left) : '—');
-    const ttl = ticket.ttlMs || 1;
-    $('time-bar').style.width = Math.max(0, Math.min(100, (left / ttl) * 100)) + '%';
-    box.dataset.urgent = String(left < 30000);
-    setText($('time-left-label'), left > 0 ? 'Time left to buy' : 'Time is up');
-    // Warn screen reader users as the window closes, not every second.
-    for (const mark of [60000, 30000, 10000]) {
-      if (left <= mark && left > mark - 1000 && ticket.warned !== mark && ticket.ttlMs > mark) {
-        ticket.warned = mark;
-        announce(`${mark / 1000} seconds left to buy a seat.`);
-      }
-    }
-    if (left <= 0 && !expiryPolled) {
-      expiryPolled = true;
-      schedulePoll(0);
-    } else if (left > 0) {
-      expiryPolled = false;
-    }
-  }
-
-  // ---------- seats ----------
-
-  const seatView = {
-    key: '',        // eventId + seat count: the layout drawn
-    seats: [],      // latest [{id, taken}]
-    rows: [],       // [{name, start, end}] indexes into seats
-    width: 1,
-    page: 0,
-    perPage: 0,     // rows per page
-    buttons: new Map(), // seat id -> button
-    busy: false,
-    loading: false,
-  };
-
-  function layoutRows(seats) {
-    const rows = [];
-    let cur = null;
-    seats.forEach((s, i) => {
-      const name = String(s.id).split('-')[0];
-      if (!cur || cur.name !== name) {
-        cur = { name, start: i, end: i };
-        rows.push(cur);
-      }
-      cur.end = i + 1;
-    });
-    return rows;
-  }
-
-  async function refreshSeats() {
-    clearTimeout(ticket.seatTimer);
-    if (ticket.status !== 'ACTIVE') return;
-    const { eventId, token } = ticket;
-    if (seatView.loading) return;
-    seatView.loading = true;
-    try {
-      const r = await api('GET', `/events/${enc(eventId)}/seats`, { headers: { 'X-Queue-Token': token } });
-      if (ticket.token !== token || ticket.status !== 'ACTIVE') return;
-      renderSeats(Array.isArray(r && r.seats) ? r.seats : []);
-      setText($('seat-note'), '');
-    } catch (err) {
-      if (ticket.token !== token) return;
-      if (err.code === 'NOT_ACTIVE' && err.status && err.status !== 'ACTIVE') {
-        if (err.status === 'WAITING') schedulePoll(0);
-        else finish(err.status);
-        return;
-      }
-      setText($('seat-note'), friendly(err, 'user'));
-    } finally {
-      seatView.loading = false;
-      if (ticket.token === token && ticket.status === 'ACTIVE') {
-        ticket.seatTimer = setTimeout(refreshSeats, SEATS_MS);
-      }
-    }
-  }
-
-  function renderSeats(seats) {
-    seatView.seats = seats;
-    const key = `${ticket.eventId}:${seats.length}`;
-    if (seatView.key !== key) {
-      seatView.key = key;
-      seatView.rows = layoutRows(seats);
-      seatView.width = Math.max(1, ...seatView.rows.map((r) => r.end - r.start));
-      seatView.perPage = Math.max(1, Math.floor(SEAT_PAGE_LIMIT / seatView.width));
-      seatView.page = 0;
-      drawSeatPage();
-    } else {
-      for (const s of seats) {
-        const b = seatView.buttons.get(s.id);
-        if (b) setSeatState(b, s);
-      }
-    }
-    const free = seats.reduce((n, s) => n + (s.taken ? 0 : 1), 0);
-    setText($('seat-count'), `· ${fmtNum(free)} of ${fmtNum(seats.length)} free`);
-    if (free === 0 && seats.length) setText($('seat-note'), 'Every seat is taken: this event is sold out.');
-  }
-
-  function setSeatState(b, s) {
-    if (b.getAttribute('aria-busy') === 'true') return;
-    const taken = !!s.taken;
-    if (b.disabled !== taken) {
-      // Moving focus off a seat that just went away keeps keyboard users in the map.
-      if (taken && document.activeElement === b) {
-        const next = nearestFree(b, 1) || nearestFree(b, -1);
-        if (next) next.focus();
-      }
-      b.disabled = taken;
-    }
-    b.setAttribute('aria-label', `Seat ${s.id}${taken ? ', taken' : ''}`);
-  }
-
-  function drawSeatPage() {
-    const map = $('seat-map');
-    const { rows, perPage, width } = seatView;
-    const pages = Math.max(1, Math.ceil(rows.length / perPage));
-    seatView.page = Math.min(Math.max(0, seatView.page), pages - 1);
-    const from = seatView.page * perPage;
-    const shown = rows.slice(from, from + perPage);
-    seatView.buttons = new Map();
-    map.style.setProperty('--cols', String(width));
-    if (width > 16) map.dataset.dense = 'true';
-    else delete map.dataset.dense;
-    const frag = document.createDocumentFragment();
-    for (const row of shown) {
-      frag.append(el('span', { class: 'row-label', 'aria-hidden': 'true', text: row.name }));
-      for (let i = row.start; i < row.end; i++) {
-        const s = seatView.seats[i];
-        const num = String(s.id).split('-').slice(1).join('-') || s.id;
-        const b = el('button', { type: 'button', class: 'seat', dataset: { seat: s.id }, text: num });
-        setSeatState(b, s);
-        seatView.buttons.set(s.id, b);
-        frag.append(b);
-      }
-      // Pad a short last row so the next page lines up.
-      for (let i = row.end - row.start; i < width; i++) frag.append(el('span', { 'aria-hidden': 'true' }));
-    }
-    map.replaceChildren(frag);
-    const pager = $('seat-pager');
-    pager.hidden = pages <= 1;
-    if (pages > 1) {
-      const first = shown[0];
-      const last = shown[shown.length - 1];
-      setText($('seat-page-label'), `Rows ${first.name}–${last.name} (${seatView.page + 1} of ${pages})`);
-      $('seat-prev').disabled = seatView.page === 0;
-      $('seat-next').disabled = seatView.page >= pages - 1;
-    }
-  }
-
-  function seatButtons() {
-    return Array.from($('seat-map').querySelectorAll('button.seat'));
-  }
-
-  function nearestFree(from, dir) {
-    const all = seatButtons();
-    let i = all.indexOf(from) + dir;
-    while (i >= 0 && i < all.length) {
-      if (!all[i].disabled) return all[i];
-      i += dir;
-    }
     return null;
   }
+  return s;
+}
 
-  $('seat-map').addEventListener('keydown', (e) => {
-    const b = e.target.closest('button.seat');
-    if (!b) return;
-    const all = seatButtons();
-    const idx = all.indexOf(b);
-    const w = seatView.width;
-    const moves = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: w, ArrowUp: -w };
-    if (!(e.key in moves)) return;
-    e.preventDefault();
-    const step = moves[e.key];
-    for (let i = idx + step; i >= 0 && i < all.length; i += step) {
-      if (!all[i].disabled) { all[i].focus(); return; }
-    }
+// bearer is the session's access token, if there is a session.
+function bearer() {
+  const s = session();
+  return s ? s.access_token : undefined;
+}
+
+function fmtEtaWords(s) {
+  if (typeof s !== 'number' || !isFinite(s)) return '';
+  if (s <= 0) return 'your turn could come any moment';
+  if (s < 60) return `about ${plural(Math.round(s), 'second')} to go`;
+  if (s < 3600) return `about ${plural(Math.round(s / 60), 'minute')} to go`;
+  return `about ${Math.round(s / 360) / 10} hours to go`;
+}
+
+function fmtInterval(ms) {
+  if (ms % 1000 === 0) return `${ms / 1000} s`;
+  return `${ms} ms`;
+}
+
+// ---------- events data (shared by all panels) ----------
+
+const events = {
+  list: [],            // as GET /events answers, in its order
+  byId: new Map(),     // id -> event with stats (GET /events/{id})
+  loaded: false,
+};
+
+function eventLabel(ev) {
+  return ev.name ? `${ev.name} (${ev.id})` : ev.id;
+}
+
+function policyText(ev) {
+  const per = `${fmtNum(ev.admit_batch)} per ${fmtInterval(ev.admit_interval_ms)}`;
+  switch (ev.policy) {
+    case 'batch': return `batch · ${per}`;
+    case 'adaptive': return `adaptive · up to ${per} · max ${fmtNum(ev.max_tps)} TPS`;
+    default: return `capacity ${fmtNum(ev.capacity)} · ${per}`;
+  }
+}
+
+let eventsTimer = 0;
+let eventsBusy = false;
+
+async function refreshEvents() {
+  clearTimeout(eventsTimer);
+  if (eventsBusy) return;
+  eventsBusy = true;
+  try {
+    const r = await api('GET', '/events');
+    // The server lists practice races to the admin key only (the dashboard).
+    const list = Array.isArray(r && r.events) ? r.events : [];
+    // Stats cost one request per event: fetch them for the first ones only.
+    const details = await Promise.all(list.map((ev, i) => (i < MAX_STATS
+      ? api('GET', '/events/' + enc(ev.id)).catch(() => null) : null)));
+    events.list = list.map((ev, i) => details[i] || events.byId.get(ev.id) || ev);
+    events.byId = new Map(events.list.map((ev) => [ev.id, ev]));
+    events.loaded = true;
+    hideAlert($('events-alert'));
+    $('events-live').dataset.state = 'live';
+    setText($('events-live'), 'Live · every 2 s');
+    renderEventsTable();
+    renderEventSelect();
+  } catch (err) {
+    showAlert($('events-alert'), friendly(err, 'events'));
+    $('events-live').dataset.state = 'stale';
+    setText($('events-live'), 'Reconnecting…');
+    if (!events.loaded) renderEventSelect();
+  } finally {
+    eventsBusy = false;
+    eventsTimer = setTimeout(refreshEvents, document.hidden ? EVENTS_HIDDEN_MS : EVENTS_MS);
+  }
+}
+
+document.addEventListener('visibilitychange', () => {
+  if (!document.hidden) refreshEvents();
+});
+
+// keyedRows keeps one <tr> per event id, so a refresh does not rebuild
+// rows (and does not steal keyboard focus from their buttons).
+function keyedRows(tbody, ids, make) {
+  const have = new Map();
+  for (const tr of Array.from(tbody.rows)) have.set(tr.dataset.id, tr);
+  const rows = ids.map((id) => have.get(id) || make(id));
+  for (const [id, tr] of have) if (!ids.includes(id)) tr.remove();
+  rows.forEach((tr, i) => {
+    if (tbody.rows[i] !== tr) tbody.insertBefore(tr, tbody.rows[i] || null);
   });
+  return rows;
+}
 
-  $('seat-map').addEventListener('click', (e) => {
-    const b = e.target.closest('button.seat');
-    if (!b || b.disabled || seatView.busy) return;
-    buy(b.dataset.seat, b);
+function renderEventsTable() {
+  const tbody = $('events-body');
+  const ids = events.list.map((ev) => ev.id);
+  $('events-empty').hidden = ids.length > 0;
+  const rows = keyedRows(tbody, ids, (id) => {
+    const tr = el('tr', { dataset: { id } });
+    const bar = el('div', { class: 'bar accent', role: 'progressbar', 'aria-valuemin': '0' }, [el('span')]);
+    tr.append(
+      el('td', { class: 'cell-event', 'data-label': 'Event' }, [el('div', { class: 'ev-name' }), el('div', { class: 'ev-meta' })]),
+      el('td', { 'data-label': 'State' }, [el('span', { class: 'pill' })]),
+      el('td', { class: 'num', 'data-label': 'Waiting', dataset: { k: 'waiting' } }),
+      el('td', { class: 'num', 'data-label': 'Active', dataset: { k: 'active' } }),
+      el('td', { class: 'num', 'data-label': 'Admitted', dataset: { k: 'admitted_total' } }),
+      el('td', { class: 'sold-cell', 'data-label': 'Sold' }, [el('div', { class: 'sold-text' }), bar]),
+      el('td', { class: 'num', 'data-label': 'Seats left', dataset: { k: 'seats_left' } }),
+    );
+    return tr;
   });
-
-  $('seat-prev').addEventListener('click', () => { seatView.page--; drawSeatPage(); });
-  $('seat-next').addEventListener('click', () => { seatView.page++; drawSeatPage(); });
-  $('seat-first-free').addEventListener('click', () => {
-    const i = seatView.seats.findIndex((s) => !s.taken);
-    if (i < 0) return;
-    const r = seatView.rows.findIndex((row) => i >= row.start && i < row.end);
-    seatView.page = Math.floor(r / seatView.perPage);
-    drawSeatPage();
-    const b = seatView.buttons.get(seatView.seats[i].id);
-    if (b) b.focus();
+  rows.forEach((tr, i) => {
+    const ev = events.list[i];
+    const st = ev.stats || {};
+    const cells = tr.cells;
+    setText(cells[0].children[0], ev.name || ev.id);
+    setText(cells[0].children[1], `${ev.id} · ${policyText(ev)}`);
+    const state = eventState(ev);
+    const pill = cells[1].firstChild;
+    pill.dataset.state = state.key;
+    setText(pill, state.label);
+    for (const td of tr.querySelectorAll('td[data-k]')) setText(td, fmtNum(st[td.dataset.k]));
+    const sold = typeof st.sold === 'number' ? st.sold : 0;
+    const seats = ev.seats || 0;
+    const pct = seats ? Math.min(100, (sold / seats) * 100) : 0;
+    setText(cells[5].children[0], `${fmtNum(sold)} / ${fmtNum(seats)} · ${pct < 10 && pct > 0 ? pct.toFixed(1) : Math.round(pct)}%`);
+    const bar = cells[5].children[1];
+    bar.setAttribute('aria-valuemax', String(seats));
+    bar.setAttribute('aria-valuenow', String(sold));
+    bar.setAttribute('aria-label', `Seats sold for ${ev.name || ev.id}`);
+    bar.firstChild.style.width = pct + '%';
   });
+}
 
-  function setResult(kind, title, text) {
-    const box = $('buy-result');
-    box.replaceChildren(el('div', { class: 'card ' + kind }, [
-      el('p', { class: 'title', text: title }),
-      text ? el('p', { text }) : null,
-    ]));
+function renderEventSelect() {
+  const sel = $('event-select');
+  const keep = sel.value || (store.get('event') || '');
+  if (!events.loaded) {
+    if (sel.options.length !== 1 || sel.options[0].value !== '') sel.replaceChildren(el('option', { value: '', text: 'Loading events…' }));
+    updateJoinState();
+    return;
   }
-
-  async function buy(seat, button) {
-    const { eventId, token } = ticket;
-    seatView.busy = true;
-    $('seat-map').dataset.busy = 'true';
-    button.setAttribute('aria-busy', 'true');
-    setResult('info', `Buying seat ${seat}…`, '');
-    try {
-      const r = await api('POST', `/events/${enc(eventId)}/orders`, { body: { token, seat }, auth: true });
-      ticket.order = r;
-      setResult('success', `Seat ${r.seat || seat} is yours!`, `Order ${r.order_id}. Your turn is now done; join again to buy another.`);
-      finish('DONE');
-      setText($('headline'), `You got seat ${r.seat || seat}!`);
-      refreshEvents();
-    } catch (err) {
-      button.removeAttribute('aria-busy');
-      switch (err.code) {
-        case 'SEAT_TAKEN':
-          setResult('error', `Seat ${seat} was just taken`, friendly(err, 'buy'));
-          setSeatState(button, { id: seat, taken: true });
-          refreshSeats();
-          break;
-        case 'SOLD_OUT':
-          setResult('error', 'Sold out', friendly(err, 'buy'));
-          refreshSeats();
-          break;
-        case 'NOT_ACTIVE':
-          setResult('error', 'Couldn\'t buy the seat', friendly(err, 'buy'));
-          if (err.status && err.status !== 'ACTIVE' && err.status !== 'WAITING') finish(err.status);
-          else schedulePoll(0);
-          break;
-        case 'UNAUTHENTICATED':
-          setResult('error', 'Couldn\'t buy the seat', friendly(err, 'user'));
-          break;
-        default:
-          setResult('error', 'Couldn\'t buy the seat', friendly(err, 'buy'));
-          refreshSeats();
-      }
-    } finally {
-      seatView.busy = false;
-      delete $('seat-map').dataset.busy;
+  if (events.list.length === 0) {
+    if (sel.options.length !== 1 || sel.options[0].textContent !== 'No events yet') {
+      sel.replaceChildren(el('option', { value: '', text: 'No events yet' }));
     }
+    updateJoinState();
+    return;
   }
+  // Update options in place: rebuilding would close an open drop-down.
+  const want = events.list.map((ev) => {
+    const st = eventState(ev);
+    return { value: ev.id, text: eventLabel(ev) + (st.key === 'open' ? '' : ` · ${st.label.toLowerCase()}`) };
+  });
+  const opts = Array.from(sel.options);
+  const same = opts.length === want.length && opts.every((o, i) => o.value === want[i].value);
+  if (!same) {
+    sel.replaceChildren(...want.map((w) => el('option', { value: w.value, text: w.text })));
+  } else {
+    opts.forEach((o, i) => setText(o, want[i].text));
+  }
+  if (keep && events.byId.has(keep)) sel.value = keep;
+  else if (!sel.value) sel.selectedIndex = 0;
+  updateJoinState();
+}
 
-  // ---------- leaving ----------
+// ---------- health ----------
 
-  async function leave() {
-    const { eventId, token } = ticket;
-    if (!token) return;
-    const btn = $('leave');
-    btn.disabled = true;
-    setText(btn, 'Leaving…');
-    try {
-      await api('DELETE', `/events/${enc(eventId)}/queue/${enc(token)}`, { auth: true });
-      hideAlert($('try-alert'));
-      finish('LEFT');
-      $('join-again').focus();
-    } catch (err) {
-      showAlert($('try-alert'), friendly(err, 'user'));
-    } finally {
-      btn.disabled = false;
-      setText(btn, 'Leave the line');
+async function refreshHealth() {
+  const box = $('server-health');
+  try {
+    const res = await fetch('/readyz', { cache: 'no-store' });
+    if (res.ok) {
+      box.dataset.state = 'ok';
+      setText(box, 'Server ready');
+    } else {
+      box.dataset.state = 'degraded';
+      setText(box, 'Storage not answering');
     }
+  } catch (_) {
+    box.dataset.state = 'down';
+    setText(box, 'Server unreachable');
   }
+  setTimeout(refreshHealth, HEALTH_MS);
+}
 
-  // ---------- operator ----------
+// ---------- session ----------
 
-  function adminKey() {
-    return $('admin-key').value.trim();
+function renderSession() {
+  const s = session();
+  $('session-form').hidden = !!s;
+  $('nickname-hint').hidden = !!s;
+  $('session-info').hidden = !s;
+  $('step-session').dataset.done = String(!!s);
+  if (s) {
+    setText($('session-name'), s.nickname);
+    setText($('session-avatar'), Array.from(s.nickname || '?')[0].toUpperCase());
   }
+  $('sign-out').hidden = ticketIsLive();
+  updateJoinState();
+}
 
-  function requireKey() {
-    if (adminKey()) return true;
-    showAlert($('operator-alert'), 'Paste the admin key first. The server keeps it in ./data/keys.json (field admin_key).');
-    $('admin-key').focus();
-    return false;
+async function startSession(e) {
+  e.preventDefault();
+  const input = $('nickname');
+  const nick = input.value.trim();
+  const alertBox = $('try-alert');
+  const chars = Array.from(nick).length;
+  if (chars < 1 || chars > 32) {
+    showAlert(alertBox, 'Pick a nickname of 1 to 32 characters.');
+    input.focus();
+    return;
   }
-
-  function toRFC3339(local) {
-    if (!local) return undefined;
-    const d = new Date(local); // a datetime-local value is read as local time
-    if (isNaN(d)) return null;
-    return d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const btn = $('start-session');
+  btn.disabled = true;
+  setText(btn, 'Starting…');
+  try {
+    const r = await api('POST', '/sessions', { body: { nickname: nick } });
+    store.set('session', r);
+    store.set('nickname', nick);
+    hideAlert(alertBox);
+    renderSession();
+    const sel = $('event-select');
+    if (!sel.disabled) sel.focus();
+  } catch (err) {
+    showAlert(alertBox, friendly(err, 'user'));
+  } finally {
+    btn.disabled = false;
+    setText(btn, 'Start session');
   }
+}
 
-  function showUTC(input, hint, empty) {
-    const v = toRFC3339(input.value);
-    setText(hint, v ? `= ${v} (UTC)` : empty);
+function signOut() {
+  if (ticketIsLive()) return;
+  store.del('session');
+  store.del('ticket');
+  resetTicket();
+  renderSession();
+  $('nickname').focus();
+}
+
+// ---------- joining ----------
+
+function updateJoinState() {
+  const s = session();
+  const sel = $('event-select');
+  const join = $('join');
+  const hint = $('event-hint');
+  const ev = events.byId.get(sel.value);
+  const live = ticketIsLive();
+  sel.disabled = !events.loaded || events.list.length === 0 || live;
+  join.disabled = !s || !ev || live || joining;
+  $('step-join').dataset.done = String(live);
+  let text;
+  if (!s) text = 'Start a session first.';
+  else if (live) text = `You are in line for ${ticket.eventName}. Leave it to join another event.`;
+  else if (!events.loaded) text = 'Loading events…';
+  else if (!ev) text = 'No event to join yet: an operator can create one in the Dashboard.';
+  else {
+    const st = ev.stats || {};
+    const bits = [];
+    const state = eventState(ev);
+    if (state.key === 'soon') bits.push(`The line opens ${fmtTime(ev.opens_at)}.`);
+    else if (state.key === 'closed') bits.push('The line has closed.');
+    else if (state.key === 'soldout') bits.push('Sold out.');
+    else if (state.key === 'paused') bits.push('Admission is paused: you can queue, but nobody is let in until it resumes.');
+    if (typeof st.seats_left === 'number') bits.push(`${fmtNum(st.seats_left)} of ${fmtNum(ev.seats)} seats left, ${fmtNum(st.waiting)} waiting.`);
+    if (ev.closes_at && state.key !== 'closed') bits.push(`Closes ${fmtTime(ev.closes_at)}.`);
+    bits.push(`You get ${fmtNum(ev.active_ttl_s)} s to buy once admitted.`);
+    text = bits.join(' ');
   }
+  setText(hint, text);
+}
 
-  function field(form, name) {
-    return form.elements.namedItem(name);
+let joining = false;
+
+async function join(eventId) {
+  const alertBox = $('try-alert');
+  if (!session()) {
+    showAlert(alertBox, 'Start a session first: pick a nickname above.');
+    renderSession();
+    $('nickname').focus();
+    return;
   }
-
-  function numberField(form, name) {
-    const raw = field(form, name).value.trim();
-    return raw === '' ? NaN : Number(raw);
+  if (!eventId) {
+    showAlert(alertBox, 'Pick an event to join.');
+    return;
   }
-
-  async function createEvent(e) {
-    e.preventDefault();
-    const form = $('create-event-form');
-    const alertBox = $('operator-alert');
-    if (!requireKey()) return;
-
-    const policy = field(form, 'policy').value;
-    const maxTps = field(form, 'max_tps');
-    maxTps.setCustomValidity(policy === 'adaptive' && !(Number(maxTps.value) >= 1) ? 'The adaptive policy needs max TPS of at least 1.' : '');
-    const opens = field(form, 'opens_at');
-    const closes = field(form, 'closes_at');
-    let closesMsg = '';
-    if (closes.value) {
-      const c = Date.parse(toRFC3339(closes.value));
-      if (c <= Date.now()) closesMsg = 'Closes at must be in the future.';
-      else if (opens.value && c <= Date.parse(toRFC3339(opens.value))) closesMsg = 'Closes at must be after opens at.';
+  joining = true;
+  const btns = [$('join'), $('join-again')];
+  btns.forEach((b) => { b.disabled = true; });
+  const label = $('join').textContent;
+  setText($('join'), 'Joining…');
+  try {
+    const r = await api('POST', `/events/${enc(eventId)}/queue`, { body: { user_type: 'ACTUAL' }, bearer: bearer() });
+    hideAlert(alertBox);
+    store.set('event', eventId);
+    startTicket(eventId, r.token, r, true);
+  } catch (err) {
+    if (err.code === 'UNAUTHENTICATED') {
+      store.del('session');
+      renderSession();
     }
-    closes.setCustomValidity(closesMsg);
-    if (!form.checkValidity()) {
-      form.reportValidity();
-      const bad = form.querySelector('input:invalid, select:invalid');
-      showAlert(alertBox, bad ? `Check the field “${labelOf(bad)}”: ${bad.validationMessage}` : 'Check the highlighted fields.');
+    let text = friendly(err, 'join');
+    const ev = events.byId.get(eventId);
+    if (err.code === 'EVENT_NOT_OPEN' && ev && ev.opens_at) text = `This event's line isn't open yet: it opens ${fmtTime(ev.opens_at)}.`;
+    const soft = err.code === 'NETWORK' || err.code === 'UNAVAILABLE' || err.code === 'RATE_LIMITED';
+    showAlert(alertBox, text, soft ? 'warn' : 'error');
+  } finally {
+    joining = false;
+    setText($('join'), label);
+    btns.forEach((b) => { b.disabled = false; });
+    updateJoinState();
+  }
+}
+
+// ---------- the ticket (a place in line) ----------
+
+const ticket = {
+  eventId: '',
+  eventName: '',
+  token: '',
+  status: '',
+  samples: [],      // {t: ms since start, p: position}
+  startedAt: 0,
+  expiresAt: 0,
+  ttlMs: 0,
+  pollTimer: 0,
+  seatTimer: 0,
+  clockTimer: 0,
+  lastAnnounce: 0,
+  lastAnnounced: null,
+  order: null,
+  pollFailures: 0,
+  warned: 0,
+};
+
+function ticketIsLive() {
+  return !!ticket.token && (ticket.status === 'WAITING' || ticket.status === 'ACTIVE' || ticket.status === '');
+}
+
+function stopTimers() {
+  clearTimeout(ticket.pollTimer);
+  clearTimeout(ticket.seatTimer);
+  clearInterval(ticket.clockTimer);
+  ticket.pollTimer = ticket.seatTimer = ticket.clockTimer = 0;
+}
+
+function resetTicket() {
+  stopTimers();
+  Object.assign(ticket, {
+    eventId: '', eventName: '', token: '', status: '', samples: [], startedAt: 0,
+    expiresAt: 0, ttlMs: 0, lastAnnounce: 0, lastAnnounced: null, order: null, pollFailures: 0, warned: 0,
+  });
+  seatView.key = '';
+  $('ticket').hidden = true;
+  $('buy-result').replaceChildren();
+  document.title = BASE_TITLE;
+}
+
+function startTicket(eventId, token, entry, fresh) {
+  const sameTicket = ticket.token === token && ticket.eventId === eventId;
+  if (!sameTicket) {
+    resetTicket();
+    ticket.eventId = eventId;
+    ticket.token = token;
+    ticket.startedAt = Date.now();
+    $('buy-result').replaceChildren();
+  }
+  const ev = events.byId.get(eventId);
+  ticket.eventName = ev ? ev.name || ev.id : eventId;
+  store.set('ticket', { event_id: eventId, token, started_at: ticket.startedAt });
+  $('ticket').hidden = false;
+  setText($('ticket-event'), ticket.eventName);
+  setText($('ticket-token'), token.length > 14 ? token.slice(0, 8) + '…' + token.slice(-4) : token);
+  $('ticket-token').title = token;
+  if (entry) applyEntry(entry);
+  else schedulePoll(0);
+  if (fresh && $('ticket').scrollIntoView) $('ticket').scrollIntoView({ behavior: 'smooth', block: 'nearest' });
+  renderSession();
+}
+
+function schedulePoll(ms) {
+  clearTimeout(ticket.pollTimer);
+  ticket.pollTimer = setTimeout(poll, ms);
+}
+
+async function poll() {
+  const { eventId, token } = ticket;
+  if (!token) return;
+  try {
+    const r = await api('GET', `/events/${enc(eventId)}/queue/${enc(token)}`);
+    if (ticket.token !== token) return;
+    ticket.pollFailures = 0;
+    hideConnNote();
+    applyEntry(r);
+  } catch (err) {
+    if (ticket.token !== token) return;
+    if (err.code === 'TOKEN_NOT_FOUND' || err.code === 'EVENT_NOT_FOUND') {
+      finish('LOST', friendly(err));
       return;
     }
+    ticket.pollFailures++;
+    showConnNote(friendly(err, 'user'));
+    const wait = err.retryAfter ? err.retryAfter * 1000 : Math.min(10000, POLL_MS * (1 + ticket.pollFailures));
+    schedulePoll(wait);
+  }
+}
 
-    const name = field(form, 'name').value.trim();
-    const body = {
-      id: field(form, 'id').value.trim(),
-      seats: numberField(form, 'seats'),
-      capacity: numberField(form, 'capacity'),
-      admit_batch: numberField(form, 'admit_batch'),
-      admit_interval_ms: numberField(form, 'admit_interval_ms'),
-      active_ttl_s: numberField(form, 'active_ttl_s'),
-      policy,
-      max_tps: numberField(form, 'max_tps'),
-    };
-    if (name) body.name = name;
-    if (opens.value) body.opens_at = toRFC3339(opens.value);
-    if (closes.value) body.closes_at = toRFC3339(closes.value);
+function showConnNote(text) { showAlert($('try-alert'), text, 'warn'); }
+function hideConnNote() {
+  const box = $('try-alert');
+  if (!box.hidden && box.dataset.kind === 'warn') hideAlert(box);
+}
 
-    const btn = $('create-event');
-    btn.disabled = true;
-    setText(btn, 'Creating…');
-    try {
-      const ev = await api('POST', '/admin/events', { body, admin: true });
-      showAlert(alertBox, `Event “${ev.name || ev.id}” (${ev.id}) is created. It now shows in the Events table and can be joined above.`, 'success');
-      field(form, 'id').value = '';
-      field(form, 'name').value = '';
-      if (!ticketIsLive()) store.set('event', ev.id);
-      await refreshEvents();
-      if (!ticketIsLive() && events.byId.has(ev.id)) {
-        $('event-select').value = ev.id;
-        updateJoinState();
-      }
-    } catch (err) {
-      showAlert(alertBox, friendly(err, 'admin'));
-    } finally {
-      btn.disabled = false;
-      setText(btn, 'Create event');
+const HEADLINES = {
+  WAITING: 'You\'re in line. Keep this tab open; your place is kept even if you reload.',
+  ACTIVE: 'It\'s your turn! Pick a seat before the time runs out.',
+};
+
+function applyEntry(r) {
+  const status = r.status;
+  const prev = ticket.status;
+  ticket.status = status;
+  const badge = $('status');
+  badge.dataset.status = status;
+  setText(badge, status);
+  if (typeof r.waiting === 'number') setText($('waiting'), fmtNum(r.waiting));
+  if (typeof r.admitted_total === 'number') setText($('admitted'), fmtNum(r.admitted_total));
+
+  if (status === 'WAITING') {
+    setText($('headline'), HEADLINES.WAITING);
+    setText($('position'), fmtNum(r.position));
+    delete $('position').dataset.long;
+    setText($('eta'), fmtEta(r.eta_s));
+    $('waiting-area').hidden = false;
+    $('active-area').hidden = true;
+    $('final-area').hidden = true;
+    $('leave').hidden = false;
+    addSample(r.position);
+    announcePosition(r.position, r.eta_s, prev !== 'WAITING');
+    document.title = `#${fmtNum(r.position)} in line · ${BASE_TITLE}`;
+    schedulePoll(POLL_MS);
+  } else if (status === 'ACTIVE') {
+    setText($('headline'), HEADLINES.ACTIVE);
+    setText($('position'), 'Your turn');
+    $('position').dataset.long = 'true';
+    setText($('eta'), 'now');
+    $('waiting-area').hidden = false;
+    $('active-area').hidden = false;
+    $('final-area').hidden = true;
+    $('leave').hidden = false;
+    if (prev !== 'ACTIVE' && ticket.samples.length) addSample(0);
+    const exp = Date.parse(r.expires_at);
+    if (!isNaN(exp)) ticket.expiresAt = exp;
+    const ev = events.byId.get(ticket.eventId);
+    ticket.ttlMs = ev && ev.active_ttl_s ? ev.active_ttl_s * 1000 : Math.max(ticket.ttlMs, ticket.expiresAt - Date.now());
+    if (prev !== 'ACTIVE') {
+      announce(`It's your turn! You have ${fmtClock(ticket.expiresAt - Date.now())} to pick a seat.`);
+      document.title = `Your turn! · ${BASE_TITLE}`;
+      startClock();
+      refreshSeats();
     }
+    schedulePoll(POLL_MS);
+  } else {
+    finish(status);
   }
+  updateJoinState();
+  $('sign-out').hidden = ticketIsLive();
+}
 
-  function labelOf(input) {
-    const l = input.id && document.querySelector(`label[for="${input.id}"]`);
-    return l ? l.textContent.trim() : input.name;
+const FINAL_TEXT = {
+  EXPIRED: 'Your time to buy ran out and your turn went to the next person. Join again to get a new place at the back of the line.',
+  DONE: 'Done: you bought a seat with this turn. You can join the line again for another one.',
+  LEFT: 'You left the line; your place went to the people behind you.',
+  LOST: 'The server no longer knows this place in line (it may have been reset).',
+};
+
+function finish(status, extra) {
+  stopTimers();
+  ticket.status = status;
+  const badge = $('status');
+  badge.dataset.status = status === 'LOST' ? '' : status;
+  setText(badge, status === 'LOST' ? 'UNKNOWN' : status);
+  const headline = {
+    EXPIRED: 'Your turn expired.',
+    DONE: 'You got a seat!',
+    LEFT: 'You left the line.',
+    LOST: 'This place in line is gone.',
+  }[status] || status;
+  setText($('headline'), headline);
+  setText($('final-text'), extra && status === 'LOST' ? extra + ' Join again to get a new place.' : FINAL_TEXT[status] || '');
+  $('final-area').hidden = false;
+  $('active-area').hidden = true;
+  $('leave').hidden = true;
+  setText($('position'), '—');
+  delete $('position').dataset.long;
+  setText($('eta'), '—');
+  if (status === 'DONE' && !ticket.order) {
+    setResult('success', 'Order complete', 'This turn was used for an order.');
   }
-
-  function renderAdminEvents() {
-    const tbody = $('admin-events-body');
-    const ids = events.list.map((ev) => ev.id);
-    $('admin-events-empty').hidden = ids.length > 0;
-    $('admin-events').hidden = ids.length === 0;
-    const rows = keyedRows(tbody, ids, (id) => el('tr', { dataset: { id } }, [
-      el('td', {}, [el('div', { class: 'ev-name' }), el('div', { class: 'ev-meta', text: id })]),
-      el('td', {}, [el('span', { class: 'pill' })]),
-      el('td', {}, [
-        el('button', { class: 'btn secondary small', type: 'button', id: 'pause-' + id, dataset: { action: 'pause', event: id }, text: 'Pause' }),
-        el('button', { class: 'btn secondary small', type: 'button', id: 'resume-' + id, dataset: { action: 'resume', event: id }, text: 'Resume' }),
-      ]),
-    ]));
-    rows.forEach((tr, i) => {
-      const ev = events.list[i];
-      setText(tr.cells[0].firstChild, ev.name || ev.id);
-      const pill = tr.cells[1].firstChild;
-      const st = ev.paused ? { key: 'paused', label: 'Paused' } : { key: 'open', label: 'Admitting' };
-      pill.dataset.state = st.key;
-      setText(pill, st.label);
-      const [pause, resume] = tr.cells[2].children;
-      if (!pause.dataset.pending) {
-        pause.disabled = !!ev.paused;
-        resume.disabled = !ev.paused;
-      }
-      pause.setAttribute('aria-label', `Pause ${ev.name || ev.id}`);
-      resume.setAttribute('aria-label', `Resume ${ev.name || ev.id}`);
-    });
-  }
-
-  async function setPaused(id, action, button) {
-    if (!requireKey()) return;
-    const tr = button.closest('tr');
-    const [pause, resume] = tr.cells[2].children;
-    pause.dataset.pending = '1';
-    button.disabled = true;
-    try {
-      const ev = await api('POST', `/admin/events/${enc(id)}/${action}`, { admin: true });
-      const known = events.byId.get(id);
-      if (known) known.paused = !!ev.paused;
-      delete pause.dataset.pending;
-      renderAdminEvents();
-      renderEventsTable();
-      // Keep keyboard focus on the row: the clicked button is now disabled.
-      (action === 'pause' ? resume : pause).focus();
-      showAlert($('operator-alert'), `${ev.name || id}: admission ${ev.paused ? 'paused' : 'resumed'}.`, 'success');
-    } catch (err) {
-      delete pause.dataset.pending;
-      button.disabled = false;
-      showAlert($('operator-alert'), friendly(err, 'admin'));
-    }
-  }
-
-  $('admin-events-body').addEventListener('click', (e) => {
-    const b = e.target.closest('button[data-action]');
-    if (b && !b.disabled) setPaused(b.dataset.event, b.dataset.action, b);
-  });
-
-  // ---------- wiring ----------
-
-  $('session-form').addEventListener('submit', startSession);
-  $('sign-out').addEventListener('click', signOut);
-  $('join-form').addEventListener('submit', (e) => {
-    e.preventDefault();
-    join($('event-select').value);
-  });
-  $('event-select').addEventListener('change', () => {
-    store.set('event', $('event-select').value);
-    updateJoinState();
-  });
-  $('join-again').addEventListener('click', () => join(ticket.eventId || $('event-select').value));
-  $('leave').addEventListener('click', leave);
-
-  const keyInput = $('admin-key');
-  keyInput.value = store.get('adminKey') || '';
-  keyInput.addEventListener('input', () => {
-    const v = keyInput.value.trim();
-    if (v) store.set('adminKey', v);
-    else store.del('adminKey');
-  });
-  $('admin-key-toggle').addEventListener('click', (e) => {
-    const show = keyInput.type === 'password';
-    keyInput.type = show ? 'text' : 'password';
-    e.currentTarget.setAttribute('aria-pressed', String(show));
-    setText(e.currentTarget, show ? 'Hide' : 'Show');
-  });
-  $('create-event-form').addEventListener('submit', createEvent);
-  const opens = $('ev-opens');
-  const closes = $('ev-closes');
-  opens.addEventListener('input', () => showUTC(opens, $('ev-opens-utc'), 'empty: open now'));
-  closes.addEventListener('input', () => {
-    closes.setCustomValidity('');
-    showUTC(closes, $('ev-closes-utc'), 'empty: never closes');
-  });
-  $('ev-max-tps').addEventListener('input', (e) => e.target.setCustomValidity(''));
-  $('ev-policy').addEventListener('change', () => $('ev-max-tps').setCustomValidity(''));
-
-  // Open the operator panel when the page is opened at #operator.
-  if (location.hash === '#operator') $('operator').open = true;
-
-  const nick = store.get('nickname');
-  if (nick) $('nickname').value = nick;
-
+  announce(headline + ' ' + (FINAL_TEXT[status] || ''));
+  document.title = BASE_TITLE;
+  updateJoinState();
   renderSession();
-  renderEventSelect();
+}
 
-  // Resume a place in line kept in this tab (a reload keeps your place).
-  const kept = store.get('ticket');
-  if (kept && kept.event_id && kept.token && session()) {
-    ticket.startedAt = kept.started_at || Date.now();
-    ticket.eventId = kept.event_id;
-    ticket.token = kept.token;
-    startTicket(kept.event_id, kept.token, null, false);
+// ---------- announcements for screen readers ----------
+
+function announce(text) {
+  const live = $('live');
+  live.textContent = '';
+  // A fresh text node makes screen readers read the same text again.
+  setTimeout(() => { live.textContent = text; }, 30);
+  ticket.lastAnnounce = Date.now();
+}
+
+// announcePosition speaks the position now and then, not every second.
+function announcePosition(pos, eta, force) {
+  const now = Date.now();
+  const last = ticket.lastAnnounced;
+  const due = force || last === null || (now - ticket.lastAnnounce > 15000 && pos !== last) ||
+    (pos <= 5 && pos !== last);
+  if (!due) return;
+  ticket.lastAnnounced = pos;
+  const words = fmtEtaWords(eta);
+  announce(`You are number ${pos} in line${words ? ', ' + words : ''}.`);
+}
+
+// ---------- position chart ----------
+
+function addSample(pos) {
+  if (typeof pos !== 'number' || !isFinite(pos)) return;
+  const t = Date.now() - ticket.startedAt;
+  const s = ticket.samples;
+  s.push({ t, p: pos });
+  if (s.length > MAX_SAMPLES) {
+    // Keep the first point and thin out the rest.
+    ticket.samples = [s[0]].concat(s.slice(1).filter((_, i) => i % 2 === 1));
+  }
+  drawChart();
+}
+
+function niceMax(v) {
+  if (v <= 5) return 5;
+  const mag = Math.pow(10, Math.floor(Math.log10(v)));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * mag >= v) return m * mag;
+  return 10 * mag;
+}
+
+function drawChart() {
+  const canvas = $('position-chart');
+  if (!canvas || $('ticket').hidden || $('waiting-area').hidden) return;
+  const ctx = canvas.getContext && canvas.getContext('2d');
+  if (!ctx) return;
+  const dpr = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth || 300;
+  const h = canvas.clientHeight || 150;
+  if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+    canvas.width = Math.round(w * dpr);
+    canvas.height = Math.round(h * dpr);
+  }
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, w, h);
+
+  const font = getComputedStyle(document.body).fontFamily;
+  const muted = cssVar('--muted', '#666');
+  const grid = cssVar('--chart-grid', '#ddd');
+  const line = cssVar('--chart-line', '#33c');
+  const pad = { l: 46, r: 14, t: 18, b: 26 };
+  const pw = Math.max(10, w - pad.l - pad.r);
+  const ph = Math.max(10, h - pad.t - pad.b);
+  const s = ticket.samples;
+
+  ctx.font = `11px ${font}`;
+  ctx.fillStyle = muted;
+  ctx.textBaseline = 'middle';
+
+  if (!s.length) {
+    ctx.textAlign = 'center';
+    ctx.fillText('Waiting for the first update…', w / 2, h / 2);
+    canvas.setAttribute('aria-label', 'Chart of your position in line over time: no data yet');
+    return;
   }
 
-  refreshEvents().then(() => {
-    if (ticket.token) {
-      const ev = events.byId.get(ticket.eventId);
-      if (ev) {
-        ticket.eventName = ev.name || ev.id;
-        setText($('ticket-event'), ticket.eventName);
-        if (!ticket.ttlMs && ev.active_ttl_s) ticket.ttlMs = ev.active_ttl_s * 1000;
-      }
-    }
+  const maxP = niceMax(Math.max(...s.map((p) => p.p), 1));
+  const maxT = Math.max(10000, s[s.length - 1].t);
+  const x = (t) => pad.l + (t / maxT) * pw;
+  const y = (p) => pad.t + ph - (p / maxP) * ph;
+
+  // Grid and y labels.
+  ctx.strokeStyle = grid;
+  ctx.lineWidth = 1;
+  ctx.textAlign = 'right';
+  for (let i = 0; i <= 4; i++) {
+    const v = (maxP / 4) * i;
+    const yy = Math.round(y(v)) + 0.5;
+    ctx.beginPath();
+    ctx.moveTo(pad.l, yy);
+    ctx.lineTo(pad.l + pw, yy);
+    ctx.stroke();
+    ctx.fillText(fmtNum(Math.round(v)), pad.l - 6, yy);
+  }
+  // X labels.
+  ctx.textAlign = 'center';
+  ctx.textBaseline = 'top';
+  const secs = maxT / 1000;
+  const step = [5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600].find((st) => secs / st <= 5) || 7200;
+  for (let v = 0; v <= secs + 0.001; v += step) {
+    const label = v >= 120 ? `${Math.round(v / 60)}m` : `${v}s`;
+    ctx.fillText(label, x(v * 1000), pad.t + ph + 6);
+  }
+  // Axis titles.
+  ctx.textAlign = 'left';
+  ctx.textBaseline = 'alphabetic';
+  ctx.fillText('position', 4, 11);
+  ctx.textAlign = 'right';
+  ctx.fillText('time since joining', pad.l + pw, 11);
+
+  // The line.
+  ctx.strokeStyle = line;
+  ctx.lineWidth = 2;
+  ctx.lineJoin = 'round';
+  ctx.lineCap = 'round';
+  ctx.beginPath();
+  s.forEach((pt, i) => {
+    const px = x(pt.t);
+    const py = y(pt.p);
+    if (i === 0) ctx.moveTo(px, py);
+    else ctx.lineTo(px, py);
   });
-  refreshHealth();
-})();
+  ctx.stroke();
+  const last = s[s.length - 1];
+  ctx.fillStyle = line;
+  ctx.beginPath();
+  ctx.arc(x(last.t), y(last.p), 3.5, 0, Math.PI * 2);
+  ctx.fill();
+
+  canvas.setAttribute('aria-label',
+    `Chart of your position in line over time: from ${s[0].p} to ${last.p} in ${Math.round(last.t / 1000)} seconds`);
+}
+
+if (window.ResizeObserver) {
+  new ResizeObserver(() => drawChart()).observe($('position-chart'));
+} else {
+  window.addEventListener('resize', drawChart);
+}
+if (window.matchMedia) {
+  const mq = window.matchMedia('(prefers-color-scheme: dark)');
+  if (mq.addEventListener) mq.addEventListener('change', drawChart);
+}
+
+// ---------- countdown ----------
+
+function startClock() {
+  clearInterval(ticket.clockTimer);
+  tick();
+  ticket.clockTimer = setInterval(tick, 250);
+}
+
+let expiryPolled = false;
+
+function tick() {
+  const left = ticket.expiresAt - Date.now();
+  const box = $('countdown');
+  setText($('time-left'), ticket.expiresAt ? fmtClock(left) : '—');
+  const ttl = ticket.ttlMs || 1;
+  $('time-bar').style.width = Math.max(0, Math.min(100, (left / ttl) * 100)) + '%';
+  box.dataset.urgent = String(left < 30000);
+  setText($('time-left-label'), left > 0 ? 'Time left to buy' : 'Time is up');
+  // Warn screen reader users as the window closes, not every second.
+  for (const mark of [60000, 30000, 10000]) {
+    if (left <= mark && left > mark - 1000 && ticket.warned !== mark && ticket.ttlMs > mark) {
+      ticket.warned = mark;
+      announce(`${mark / 1000} seconds left to buy a seat.`);
+    }
+  }
+  if (left <= 0 && !expiryPolled) {
+    expiryPolled = true;
+    schedulePoll(0);
+  } else if (left > 0) {
+    expiryPolled = false;
+  }
+}
+
+// ---------- seats ----------
+
+const seatView = {
+  key: '',        // eventId + seat count: the layout drawn
+  seats: [],      // latest [{id, taken}]
+  rows: [],       // [{name, start, end}] indexes into seats
+  width: 1,
+  page: 0,
+  perPage: 0,     // rows per page
+  buttons: new Map(), // seat id -> button
+  busy: false,
+  loading: false,
+};
+
+function layoutRows(seats) {
+  const rows = [];
+  let cur = null;
+  seats.forEach((s, i) => {
+    const name = String(s.id).split('-')[0];
+    if (!cur || cur.name !== name) {
+      cur = { name, start: i, end: i };
+      rows.push(cur);
+    }
+    cur.end = i + 1;
+  });
+  return rows;
+}
+
+async function refreshSeats() {
+  clearTimeout(ticket.seatTimer);
+  if (ticket.status !== 'ACTIVE') return;
+  const { eventId, token } = ticket;
+  if (seatView.loading) return;
+  seatView.loading = true;
+  try {
+    const r = await api('GET', `/events/${enc(eventId)}/seats`, { headers: { 'X-Queue-Token': token } });
+    if (ticket.token !== token || ticket.status !== 'ACTIVE') return;
+    renderSeats(Array.isArray(r && r.seats) ? r.seats : []);
+    setText($('seat-note'), '');
+  } catch (err) {
+    if (ticket.token !== token) return;
+    if (err.code === 'NOT_ACTIVE' && err.status && err.status !== 'ACTIVE') {
+      if (err.status === 'WAITING') schedulePoll(0);
+      else finish(err.status);
+      return;
+    }
+    setText($('seat-note'), friendly(err, 'user'));
+  } finally {
+    seatView.loading = false;
+    if (ticket.token === token && ticket.status === 'ACTIVE') {
+      ticket.seatTimer = setTimeout(refreshSeats, SEATS_MS);
+    }
+  }
+}
+
+function renderSeats(seats) {
+  seatView.seats = seats;
+  const key = `${ticket.eventId}:${seats.length}`;
+  if (seatView.key !== key) {
+    seatView.key = key;
+    seatView.rows = layoutRows(seats);
+    seatView.width = Math.max(1, ...seatView.rows.map((r) => r.end - r.start));
+    seatView.perPage = Math.max(1, Math.floor(SEAT_PAGE_LIMIT / seatView.width));
+    seatView.page = 0;
+    drawSeatPage();
+  } else {
+    for (const s of seats) {
+      const b = seatView.buttons.get(s.id);
+      if (b) setSeatState(b, s);
+    }
+  }
+  const free = seats.reduce((n, s) => n + (s.taken ? 0 : 1), 0);
+  setText($('seat-count'), `· ${fmtNum(free)} of ${fmtNum(seats.length)} free`);
+  if (free === 0 && seats.length) setText($('seat-note'), 'Every seat is taken: this event is sold out.');
+}
+
+function setSeatState(b, s) {
+  if (b.getAttribute('aria-busy') === 'true') return;
+  const taken = !!s.taken;
+  if (b.disabled !== taken) {
+    // Moving focus off a seat that just went away keeps keyboard users in the map.
+    if (taken && document.activeElement === b) {
+      const next = nearestFree(b, 1) || nearestFree(b, -1);
+      if (next) next.focus();
+    }
+    b.disabled = taken;
+  }
+  b.setAttribute('aria-label', `Seat ${s.id}${taken ? ', taken' : ''}`);
+}
+
+function drawSeatPage() {
+  const map = $('seat-map');
+  const { rows, perPage, width } = seatView;
+  const pages = Math.max(1, Math.ceil(rows.length / perPage));
+  seatView.page = Math.min(Math.max(0, seatView.page), pages - 1);
+  const from = seatView.page * perPage;
+  const shown = rows.slice(from, from + perPage);
+  seatView.buttons = new Map();
+  map.style.setProperty('--cols', String(width));
+  if (width > 16) map.dataset.dense = 'true';
+  else delete map.dataset.dense;
+  const frag = document.createDocumentFragment();
+  for (const row of shown) {
+    frag.append(el('span', { class: 'row-label', 'aria-hidden': 'true', text: row.name }));
+    for (let i = row.start; i < row.end; i++) {
+      const s = seatView.seats[i];
+      const num = String(s.id).split('-').slice(1).join('-') || s.id;
+      const b = el('button', { type: 'button', class: 'seat', dataset: { seat: s.id }, text: num });
+      setSeatState(b, s);
+      seatView.buttons.set(s.id, b);
+      frag.append(b);
+    }
+    // Pad a short last row so the next page lines up.
+    for (let i = row.end - row.start; i < width; i++) frag.append(el('span', { 'aria-hidden': 'true' }));
+  }
+  map.replaceChildren(frag);
+  const pager = $('seat-pager');
+  pager.hidden = pages <= 1;
+  if (pages > 1) {
+    const first = shown[0];
+    const last = shown[shown.length - 1];
+    setText($('seat-page-label'), `Rows ${first.name}–${last.name} (${seatView.page + 1} of ${pages})`);
+    $('seat-prev').disabled = seatView.page === 0;
+    $('seat-next').disabled = seatView.page >= pages - 1;
+  }
+}
+
+function seatButtons() {
+  return Array.from($('seat-map').querySelectorAll('button.seat'));
+}
+
+function nearestFree(from, dir) {
+  const all = seatButtons();
+  let i = all.indexOf(from) + dir;
+  while (i >= 0 && i < all.length) {
+    if (!all[i].disabled) return all[i];
+    i += dir;
+  }
+  return null;
+}
+
+$('seat-map').addEventListener('keydown', (e) => {
+  const b = e.target.closest('button.seat');
+  if (!b) return;
+  const all = seatButtons();
+  const idx = all.indexOf(b);
+  const w = seatView.width;
+  const moves = { ArrowRight: 1, ArrowLeft: -1, ArrowDown: w, ArrowUp: -w };
+  if (!(e.key in moves)) return;
+  e.preventDefault();
+  const step = moves[e.key];
+  for (let i = idx + step; i >= 0 && i < all.length; i += step) {
+    if (!all[i].disabled) { all[i].focus(); return; }
+  }
+});
+
+$('seat-map').addEventListener('click', (e) => {
+  const b = e.target.closest('button.seat');
+  if (!b || b.disabled || seatView.busy) return;
+  buy(b.dataset.seat, b);
+});
+
+$('seat-prev').addEventListener('click', () => { seatView.page--; drawSeatPage(); });
+$('seat-next').addEventListener('click', () => { seatView.page++; drawSeatPage(); });
+$('seat-first-free').addEventListener('click', () => {
+  const i = seatView.seats.findIndex((s) => !s.taken);
+  if (i < 0) return;
+  const r = seatView.rows.findIndex((row) => i >= row.start && i < row.end);
+  seatView.page = Math.floor(r / seatView.perPage);
+  drawSeatPage();
+  const b = seatView.buttons.get(seatView.seats[i].id);
+  if (b) b.focus();
+});
+
+function setResult(kind, title, text) {
+  const box = $('buy-result');
+  box.replaceChildren(el('div', { class: 'card ' + kind }, [
+    el('p', { class: 'title', text: title }),
+    text ? el('p', { text }) : null,
+  ]));
+}
+
+async function buy(seat, button) {
+  const { eventId, token } = ticket;
+  seatView.busy = true;
+  $('seat-map').dataset.busy = 'true';
+  button.setAttribute('aria-busy', 'true');
+  setResult('info', `Buying seat ${seat}…`, '');
+  try {
+    const r = await api('POST', `/events/${enc(eventId)}/orders`, { body: { token, seat }, bearer: bearer() });
+    ticket.order = r;
+    setResult('success', `Seat ${r.seat || seat} is yours!`, `Order ${r.order_id}. Your turn is now done; join again to buy another.`);
+    finish('DONE');
+    setText($('headline'), `You got seat ${r.seat || seat}!`);
+    refreshEvents();
+  } catch (err) {
+    button.removeAttribute('aria-busy');
+    switch (err.code) {
+      case 'SEAT_TAKEN':
+        setResult('error', `Seat ${seat} was just taken`, friendly(err, 'buy'));
+        setSeatState(button, { id: seat, taken: true });
+        refreshSeats();
+        break;
+      case 'SOLD_OUT':
+        setResult('error', 'Sold out', friendly(err, 'buy'));
+        refreshSeats();
+        break;
+      case 'NOT_ACTIVE':
+        setResult('error', 'Couldn\'t buy the seat', friendly(err, 'buy'));
+        if (err.status && err.status !== 'ACTIVE' && err.status !== 'WAITING') finish(err.status);
+        else schedulePoll(0);
+        break;
+      case 'UNAUTHENTICATED':
+        setResult('error', 'Couldn\'t buy the seat', friendly(err, 'user'));
+        break;
+      default:
+        setResult('error', 'Couldn\'t buy the seat', friendly(err, 'buy'));
+        refreshSeats();
+    }
+  } finally {
+    seatView.busy = false;
+    delete $('seat-map').dataset.busy;
+  }
+}
+
+// ---------- leaving ----------
+
+async function leave() {
+  const { eventId, token } = ticket;
+  if (!token) return;
+  const btn = $('leave');
+  btn.disabled = true;
+  setText(btn, 'Leaving…');
+  try {
+    await api('DELETE', `/events/${enc(eventId)}/queue/${enc(token)}`, { bearer: bearer() });
+    hideAlert($('try-alert'));
+    finish('LEFT');
+    $('join-again').focus();
+  } catch (err) {
+    showAlert($('try-alert'), friendly(err, 'user'));
+  } finally {
+    btn.disabled = false;
+    setText(btn, 'Leave the line');
+  }
+}
+
+// ---------- wiring ----------
+
+$('session-form').addEventListener('submit', startSession);
+$('sign-out').addEventListener('click', signOut);
+$('join-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  join($('event-select').value);
+});
+$('event-select').addEventListener('change', () => {
+  store.set('event', $('event-select').value);
+  updateJoinState();
+});
+$('join-again').addEventListener('click', () => join(ticket.eventId || $('event-select').value));
+$('leave').addEventListener('click', leave);
+
+const nick = store.get('nickname');
+if (nick) $('nickname').value = nick;
+
+renderSession();
+renderEventSelect();
+
+// Resume a place in line kept in this tab (a reload keeps your place).
+const kept = store.get('ticket');
+if (kept && kept.event_id && kept.token && session()) {
+  ticket.startedAt = kept.started_at || Date.now();
+  ticket.eventId = kept.event_id;
+  ticket.token = kept.token;
+  startTicket(kept.event_id, kept.token, null, false);
+}
+
+refreshEvents().then(() => {
+  if (ticket.token) {
+    const ev = events.byId.get(ticket.eventId);
+    if (ev) {
+      ticket.eventName = ev.name || ev.id;
+      setText($('ticket-event'), ticket.eventName);
+      if (!ticket.ttlMs && ev.active_ttl_s) ticket.ttlMs = ev.active_ttl_s * 1000;
+    }
+  }
+});
+refreshHealth();

@@ -4,6 +4,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -12,14 +13,25 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rushline/rushline/bench"
+	"github.com/rushline/rushline/bench/naive"
 	"github.com/rushline/rushline/server/push"
 )
 
 func main() {
-	root := &cobra.Command{Use: "rushline-bench", Short: "Measure rushline on this machine", SilenceUsage: true}
+	root := &cobra.Command{Use: "rushline-bench", Short: "Measure rushline on this machine", SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(pushCmd(), runCmd(), naiveCmd(), compareCmd())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "rushline-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func pushCmd() *cobra.Command {
 	cfg := bench.PushConfig{PushTick: push.DefaultTick, Progress: os.Stderr}
 	var out string
-	pushCmd := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "push",
 		Short: "Hold many SSE streams against one server and promote them all",
 		Args:  cobra.NoArgs,
@@ -36,7 +48,7 @@ func main() {
 			return nil
 		},
 	}
-	f := pushCmd.Flags()
+	f := cmd.Flags()
 	f.StringVar(&cfg.ServerBin, "server", "bin/rushline-server", "rushline-server binary")
 	f.IntVar(&cfg.Streams, "streams", 10_000, "SSE streams to hold")
 	f.IntVar(&cfg.Batch, "batch", 200, "admit_batch (with --interval-ms: 2,000 promotions/s by default)")
@@ -44,11 +56,100 @@ func main() {
 	f.DurationVar(&cfg.Quiet, "quiet", 5*time.Second, "how long to count Redis commands with every stream open and nothing moving")
 	f.StringVar(&cfg.ProfileDir, "profile", "", "save the server's heap, allocs and goroutine profiles, taken with every stream open, into this folder")
 	f.StringVar(&out, "out", "", "also write the JSON result to this file")
-	root.AddCommand(pushCmd)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "rushline-bench:", err)
-		os.Exit(1)
+	return cmd
+}
+
+func runCmd() *cobra.Command {
+	cfg := bench.DefaultRunConfig()
+	cfg.Progress = os.Stderr
+	var out string
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "The full harness: redis-benchmark, the naive baseline and rushline-server at every size, admission, push, memory",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			cfg.NaiveCmd = []string{self, "naive"}
+			res, err := bench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			jsonPath, mdPath, err := res.WriteFiles(out)
+			if err != nil {
+				return err
+			}
+			if err := bench.Markdown(os.Stdout, res); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "wrote %s and %s\n", jsonPath, mdPath)
+			return nil
+		},
 	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.ServerBin, "server", cfg.ServerBin, "rushline-server binary")
+	f.StringVar(&cfg.RedisBenchmarkBin, "redis-benchmark", cfg.RedisBenchmarkBin, "redis-benchmark binary")
+	f.IntSliceVar(&cfg.Sizes, "sizes", cfg.Sizes, "line lengths (waiting users) each HTTP load starts from")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of one round of each HTTP load")
+	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds of each HTTP load, the servers taking turns")
+	f.IntVar(&cfg.Connections, "connections", cfg.Connections, "closed-loop clients, for HTTP and redis-benchmark")
+	f.IntVar(&cfg.RedisBenchmarkRequests, "redis-requests", cfg.RedisBenchmarkRequests, "redis-benchmark requests per test (-n)")
+	f.IntVar(&cfg.AdmissionWaiting, "admission-waiting", cfg.AdmissionWaiting, "users promoted in the admission step")
+	f.IntVar(&cfg.AdmissionBatch, "admission-batch", cfg.AdmissionBatch, "admit_batch of the admission step")
+	f.IntVar(&cfg.Streams, "streams", cfg.Streams, "SSE streams held in the push step")
+	f.DurationVar(&cfg.PushQuiet, "push-quiet", cfg.PushQuiet, "how long the push step counts Redis commands with every stream open")
+	f.StringVar(&cfg.Host, "host", cfg.Host, "machine name in the result file name")
+	f.StringVar(&out, "out", "bench/results", "folder for <date>-<host>.json and .md")
+	return cmd
+}
+
+func naiveCmd() *cobra.Command {
+	var addr, redisURL string
+	cmd := &cobra.Command{
+		Use:   "naive",
+		Short: "Serve the naive baseline: minimal gin, one EVALSHA per join, one ZRANK per status",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return naive.Serve(cmd.Context(), addr, redisURL)
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8090", "listen address")
+	cmd.Flags().StringVar(&redisURL, "redis-url", "redis://127.0.0.1:6379", "Redis to use")
+	return cmd
+}
+
+// errRegression makes compare --fail exit non-zero.
+var errRegression = errors.New("regressions beyond the threshold")
+
+func compareCmd() *cobra.Command {
+	var threshold float64
+	var fail bool
+	cmd := &cobra.Command{
+		Use:   "compare OLD.json NEW.json",
+		Short: "Compare two result files figure by figure, flagging regressions",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			old, err := bench.ReadResult(args[0])
+			if err != nil {
+				return err
+			}
+			new, err := bench.ReadResult(args[1])
+			if err != nil {
+				return err
+			}
+			n, err := bench.Compare(os.Stdout, old, new, threshold)
+			if err != nil {
+				return err
+			}
+			if fail && n > 0 {
+				return fmt.Errorf("%d %w", n, errRegression)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Float64Var(&threshold, "threshold", 10, "percent a figure may get worse before it is flagged")
+	cmd.Flags().BoolVar(&fail, "fail", false, "exit non-zero when a figure regressed")
+	return cmd
 }

@@ -1,26 +1,48 @@
 -- join.lua: put a user in line, or return the attempt they already hold.
 -- KEYS and ARGV[1..2]: see lib.lua.
--- ARGV[3] user id
--- Returns {result, status, seq, detail, waiting, admitted at, admission no, admitted, rate, batch, interval}:
---   result NEW | EXISTS, or an error code with nothing changed;
---   detail is the 1-based position while WAITING, the expiry in ms when ACTIVE.
-local user = ARGV[3]
-local cfg = redis.call('HMGET', K_CFG, 'capacity', 'policy', 'paused', 'opens', 'closes', 'ttl')
+-- ARGV[3] user id, ARGV[4] priority code to redeem or "", ARGV[5] "1" to put
+-- the user in the priority lane without a grant (the simulator's VIRTUAL bots),
+-- ARGV[6] device id or "" when device binding is off
+-- Returns {result, status, seq, detail, waiting, admitted at, admission no, lane,
+--          admitted, rate, batch, interval}:
+--   result NEW | EXISTS, or an error code with nothing changed (FORBIDDEN adds
+--   "unknown" or "used" for a priority code);
+--   detail is the 1-based place while WAITING, the expiry in ms when ACTIVE;
+--   lane is "p" for the priority lane, "" for the normal one.
+-- A live attempt is returned as it is, whatever code the call carries.
+local user, code, force, dev = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local cfg = redis.call('HMGET', K_CFG, 'capacity', 'policy', 'paused', 'opens', 'closes', 'ttl', 'batch', 'pshare',
+  'interval')
 if not cfg[1] then
   return {'EVENT_NOT_FOUND'}
 end
 
-local ws = redis.call('ZSCORE', K_W, user)
-if ws then
-  return {'EXISTS', 'WAITING', ws, redis.call('ZRANK', K_W, user) + 1, redis.call('ZCARD', K_W), 0, 0, progress()}
+local wl, pos, ws = waiting_place(user, nil)
+if wl then
+  local out = {'EXISTS', 'WAITING', ws, pos, waiting_total(), 0, 0, wl}
+  for _, v in ipairs({progress(cfg[7], cfg[9])}) do out[#out + 1] = v end
+  return out
 end
-local as, at, no = active_attempt(user)
+local as, at, no, al = active_attempt(user)
 if as then
   local exp = tonumber(redis.call('ZSCORE', K_A, user)) or 0
   if exp > NOW then
-    return {'EXISTS', 'ACTIVE', as, exp, redis.call('ZCARD', K_W), at, no, progress()}
+    local out = {'EXISTS', 'ACTIVE', as, exp, waiting_total(), at, no, al}
+    for _, v in ipairs({progress(cfg[7], cfg[9])}) do out[#out + 1] = v end
+    return out
   end
   retire(user, 'E', 'expired')
+end
+
+-- 403 outranks 409 (API.md): a bad code is refused before the window is checked.
+if code ~= '' then
+  local c = redis.call('HGET', K_PG, 'c:' .. code)
+  if not c then
+    return {'FORBIDDEN', 'unknown'}
+  end
+  if c ~= '' then
+    return {'FORBIDDEN', 'used'}
+  end
 end
 
 local opens, closes = tonumber(cfg[4]) or 0, tonumber(cfg[5]) or 0
@@ -31,18 +53,61 @@ if closes > 0 and NOW >= closes then
   return {'EVENT_CLOSED'}
 end
 
+-- One live attempt per device: the holder's binding counts only while its
+-- attempt lives (an attempt that ended without clean-up frees it here).
+if dev ~= '' then
+  local holder = redis.call('HGET', K_DV, 'd:' .. dev)
+  if holder and holder ~= user then
+    local hs = redis.call('ZSCORE', K_W, holder) or redis.call('ZSCORE', K_P, holder)
+    if not hs and redis.call('HEXISTS', K_AS, holder) == 1 then
+      hs = (tonumber(redis.call('ZSCORE', K_A, holder)) or 0) > NOW
+    end
+    if hs then
+      return {'DEVICE_BUSY'}
+    end
+  end
+  unbind(user)
+  redis.call('HSET', K_DV, 'd:' .. dev, user, 'u:' .. user, dev)
+end
+
+local lane = ''
+if force == '1' or redis.call('HEXISTS', K_PG, 'u:' .. user) == 1 then
+  lane = 'p'
+end
 local seq = redis.call('INCR', K_SEQ)
 redis.call('HINCRBY', K_N, 'joined', 1)
-emit('joined', seq, user)
-local waiting = redis.call('ZCARD', K_W)
+if code ~= '' then
+  lane = 'p'
+  redis.call('HSET', K_PG, 'c:' .. code, user)
+  emit_lane('joined', seq, user, lane, 'c', code)
+else
+  emit_lane('joined', seq, user, lane)
+end
+local nw, np = redis.call('ZCARD', K_W), redis.call('ZCARD', K_P)
+local waiting = nw + np
+local out
 -- Only the capacity policy admits on join: batch promotes on ticks alone, and
 -- adaptive must not let anyone in past a downstream it may have found down.
 if waiting == 0 and cfg[3] ~= '1' and cfg[2] == 'capacity' then
   local live = redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
   if live < tonumber(cfg[1]) then
-    local exp, no = admit(user, seq, tonumber(cfg[6]))
-    return {'NEW', 'ACTIVE', seq, exp, 0, NOW, no, progress()}
+    local exp, no = admit(user, seq, tonumber(cfg[6]), lane)
+    out = {'NEW', 'ACTIVE', seq, exp, 0, NOW, no, lane}
   end
 end
-redis.call('ZADD', K_W, seq, user)
-return {'NEW', 'WAITING', seq, waiting + 1, waiting + 1, 0, 0, progress()}
+if not out then
+  local r
+  if lane == 'p' then
+    redis.call('ZADD', K_P, seq, user)
+    np = np + 1
+    r = np
+  else
+    redis.call('ZADD', K_W, seq, user)
+    nw = nw + 1
+    r = nw
+  end
+  local p = place(r, lane, nw, np, tonumber(cfg[7]) or 0, tonumber(cfg[8]) or 0)
+  out = {'NEW', 'WAITING', seq, p, waiting + 1, 0, 0, lane}
+end
+for _, v in ipairs({progress(cfg[7], cfg[9])}) do out[#out + 1] = v end
+return out

@@ -3,7 +3,8 @@
 -- ARGV[3] user id, ARGV[4] seq, ARGV[5] "1" when the caller owns the token
 -- Returns {'OK', previous status} or an error code with nothing changed.
 -- Leaving a finished attempt changes nothing and answers OK again. A left
--- record carries w=1 when a waiting place was given up (later users move up).
+-- record carries w=1 when a waiting place was given up (later users move up),
+-- and l=p when that place was in the priority lane.
 if redis.call('EXISTS', K_CFG) == 0 then
   return {'EVENT_NOT_FOUND'}
 end
@@ -13,10 +14,16 @@ if not st then
   return refused
 end
 if st == 'WAITING' then
-  redis.call('ZREM', K_W, user)
+  local lane = waiting_place(user, seq)
+  if lane == 'p' then
+    redis.call('ZREM', K_P, user)
+  else
+    redis.call('ZREM', K_W, user)
+  end
+  unbind(user)
   redis.call('HSET', K_F, seq, 'L')
   redis.call('HINCRBY', K_N, 'left', 1)
-  emit('left', seq, user, 'w', 1)
+  emit_lane('left', seq, user, lane, 'w', 1)
 elseif st == 'ACTIVE' then
   retire(user, 'L', 'left')
 end

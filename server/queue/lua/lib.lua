@@ -1,24 +1,32 @@
 -- lib.lua: helpers prepended to every rushline script (not a script itself).
 --
 -- Every script gets the same KEYS, all under one hash tag {ev:<id>}:
---   KEYS[1]  cfg    HASH   event config mirrored from SQL (capacity, batch, ...)
---   KEYS[2]  seq    STRING arrival sequence (INCR): the waiting score
---   KEYS[3]  w      ZSET   waiting: member user id, score seq
+--   KEYS[1]  cfg    HASH   event config mirrored from SQL (capacity, batch, pshare, ...)
+--   KEYS[2]  seq    STRING arrival sequence (INCR): the waiting score of both lanes
+--   KEYS[3]  w      ZSET   waiting, normal lane: member user id, score seq
 --   KEYS[4]  a      ZSET   active: member user id, score expiry (ms)
---   KEYS[5]  as     HASH   active user id -> "seq|admitted at ms|admission number" of the admitted attempt
+--   KEYS[5]  as     HASH   active user id -> "seq|admitted at ms|admission number[|p]" of the
+--                          admitted attempt; the optional "|p" marks a priority-lane attempt
 --   KEYS[6]  f      HASH   finished seq -> E (expired) | D (done) | L (left)
 --   KEYS[7]  n      HASH   counters: joined, admitted, left, expired, done, rate, next_tick
 --   KEYS[8]  st     HASH   seats taken: seat id -> user id|seq|order id
---   KEYS[9]  s      STREAM records: joined, admitted, expired, left, done
+--   KEYS[9]  s      STREAM records: joined, admitted, expired, left, done; a priority-lane
+--                          attempt's records carry l=p
 --   KEYS[10] lease  STRING admission lease holder (SET NX PX)
+--   KEYS[11] p      ZSET   waiting, priority lane (FAST TRACK): member user id, score seq
+--   KEYS[12] pg     HASH   priority grants: "u:<user id>" -> "1"; "c:<code>" -> "" while
+--                          unredeemed, the redeeming user id after
+--   KEYS[13] dv     HASH   device binding: "d:<device>" -> user id, "u:<user id>" -> device,
+--                          while that user holds a live attempt
 -- and the same leading ARGV:
 --   ARGV[1] now in ms (the server's clock), ARGV[2] stream MAXLEN (approximate)
 -- Script-specific ARGV start at ARGV[3].
 --
--- The waiting ZSET is the per-user index: a user id is a member at most once,
--- so a second join finds the first instead of queueing twice.
-local K_CFG, K_SEQ, K_W, K_A, K_AS, K_F, K_N, K_ST, K_S, K_LEASE =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]
+-- The waiting ZSETs are the per-user index: a user id is a member of at most
+-- one of them, once, so a second join finds the first instead of queueing twice.
+local K_CFG, K_SEQ, K_W, K_A, K_AS, K_F, K_N, K_ST, K_S, K_LEASE, K_P, K_PG, K_DV =
+  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10],
+  KEYS[11], KEYS[12], KEYS[13]
 local NOW = tonumber(ARGV[1])
 local MAXLEN = ARGV[2]
 
@@ -28,50 +36,150 @@ local function emit(kind, seq, user, ...)
     'k', kind, 'q', seq, 'u', user, 't', NOW, ...)
 end
 
--- active_attempt returns the seq, admission time (ms) and admission number of
--- user's active attempt, or nil.
+-- emit_lane is emit for an attempt in lane ('p' or ''): a priority-lane
+-- attempt's records carry l=p; normal ones stay as they were.
+local function emit_lane(kind, seq, user, lane, ...)
+  if lane == 'p' then
+    return emit(kind, seq, user, 'l', 'p', ...)
+  end
+  return emit(kind, seq, user, ...)
+end
+
+-- active_attempt returns the seq, admission time (ms), admission number and
+-- lane ('p' or '') of user's active attempt, or nil.
 local function active_attempt(user)
   local v = redis.call('HGET', K_AS, user)
-  if not v then return nil, 0, 0 end
+  if not v then return nil, 0, 0, '' end
   local a = string.find(v, '|', 1, true)
   local b = string.find(v, '|', a + 1, true)
-  return tonumber(string.sub(v, 1, a - 1)), tonumber(string.sub(v, a + 1, b - 1)), tonumber(string.sub(v, b + 1))
+  local c = string.find(v, '|', b + 1, true)
+  local lane = ''
+  if c then
+    lane = string.sub(v, c + 1)
+  else
+    c = #v + 1
+  end
+  return tonumber(string.sub(v, 1, a - 1)), tonumber(string.sub(v, a + 1, b - 1)),
+    tonumber(string.sub(v, b + 1, c - 1)), lane
+end
+
+-- unbind frees the device user held, if any.
+local function unbind(user)
+  local dev = redis.call('HGET', K_DV, 'u:' .. user)
+  if dev then
+    redis.call('HDEL', K_DV, 'u:' .. user)
+    if redis.call('HGET', K_DV, 'd:' .. dev) == user then
+      redis.call('HDEL', K_DV, 'd:' .. dev)
+    end
+  end
 end
 
 -- retire ends the active attempt of user with a finished letter and record kind.
 local function retire(user, letter, kind, ...)
-  local seq = active_attempt(user)
+  local seq, _, _, lane = active_attempt(user)
   redis.call('ZREM', K_A, user)
   redis.call('HDEL', K_AS, user)
+  unbind(user)
   if seq then
     redis.call('HSET', K_F, seq, letter)
     redis.call('HINCRBY', K_N, kind, 1)
-    emit(kind, seq, user, ...)
+    emit_lane(kind, seq, user, lane, ...)
   end
   return seq
 end
 
--- state returns the status of attempt (user, seq), a detail, and for an
--- active attempt its admission time and number: WAITING -> 0-based rank,
--- ACTIVE/EXPIRED -> expiry ms; nil when unknown.
-local function state(user, seq)
-  local ws = redis.call('ZSCORE', K_W, user)
-  if ws and tonumber(ws) == seq then
-    return 'WAITING', redis.call('ZRANK', K_W, user), 0, 0
+-- share_split returns how many of batch the priority lane and the normal
+-- lane get per tick: ceil(batch x share), share in parts per million, and
+-- the rest. Integer arithmetic, so queue.Split in Go computes the same.
+local function share_split(batch, ppm)
+  local pp = math.floor((batch * ppm + 999999) / 1000000)
+  return pp, batch - pp
+end
+
+-- place turns a 1-based rank within a lane into the 1-based place in the
+-- event: the attempts admitted before it when nobody else joins, plus one.
+-- nw and np are how many wait in the normal and the priority lane. Each tick
+-- admits pp priority and nn normal, priority first, and room one lane cannot
+-- use goes to the other; a lane of n drains in tick ceil(n/per tick). A normal
+-- attempt is served in tick k = ceil(r/nn) behind the priority attempts of
+-- ticks 1..k (the last tick gives batch - (nw - (k-1)*nn) when the normal lane
+-- drains in it; all np if nn = 0). A priority attempt has the normal ones of
+-- earlier ticks ahead: the normal lane drains in tick t = ceil(nw/nn); before
+-- it, r is served in tick ceil(r/pp) behind (k-1)*nn; in tick t the priority
+-- lane has batch - (nw - (t-1)*nn) slots, behind (t-1)*nn; after it, all nw.
+-- queue.Place is the Go twin.
+local function place(r, lane, nw, np, batch, ppm)
+  local pp, nn = share_split(batch, ppm)
+  if lane ~= 'p' then
+    if nn <= 0 then return np + r end
+    local k = math.floor((r + nn - 1) / nn)
+    local last = pp
+    if k == math.floor((nw + nn - 1) / nn) then
+      last = batch - (nw - (k - 1) * nn)
+    end
+    return r + math.min(np, (k - 1) * pp + last)
   end
-  local as, at, no = active_attempt(user)
+  if nn <= 0 or nw <= 0 then return r end
+  local t = math.floor((nw + nn - 1) / nn)
+  local before = (t - 1) * pp
+  if r <= before then
+    return r + (math.floor((r + pp - 1) / pp) - 1) * nn
+  end
+  if r <= before + batch - (nw - (t - 1) * nn) then
+    return r + (t - 1) * nn
+  end
+  return r + nw
+end
+
+-- split_cfg returns the event's admit batch and priority share (ppm).
+local function split_cfg()
+  local c = redis.call('HMGET', K_CFG, 'batch', 'pshare')
+  return tonumber(c[1]) or 0, tonumber(c[2]) or 0
+end
+
+-- waiting_place returns the lane ('p' or '') and 1-based place of a waiting
+-- user, or nil when user waits in neither lane with seq (any seq when seq is nil).
+local function waiting_place(user, seq)
+  local lane, key = '', K_W
+  local ws = redis.call('ZSCORE', K_W, user)
+  if not ws then
+    ws = redis.call('ZSCORE', K_P, user)
+    lane, key = 'p', K_P
+  end
+  if not ws or (seq and tonumber(ws) ~= seq) then
+    return nil
+  end
+  local batch, ppm = split_cfg()
+  local r = redis.call('ZRANK', key, user) + 1
+  return lane, place(r, lane, redis.call('ZCARD', K_W), redis.call('ZCARD', K_P), batch, ppm), tonumber(ws)
+end
+
+-- waiting_total counts everyone waiting in the event, both lanes.
+local function waiting_total()
+  return redis.call('ZCARD', K_W) + redis.call('ZCARD', K_P)
+end
+
+-- state returns the status of attempt (user, seq), a detail, for an active
+-- attempt its admission time and number, and the attempt's lane ('p' or ''):
+-- WAITING -> 1-based place, ACTIVE/EXPIRED -> expiry ms; nil when unknown.
+local function state(user, seq)
+  local wl, pos = waiting_place(user, seq)
+  if wl then
+    return 'WAITING', pos, 0, 0, wl
+  end
+  local as, at, no, lane = active_attempt(user)
   if as == seq then
     local exp = tonumber(redis.call('ZSCORE', K_A, user)) or 0
     if exp > NOW then
-      return 'ACTIVE', exp, at, no
+      return 'ACTIVE', exp, at, no, lane
     end
-    return 'EXPIRED', exp, at, no
+    return 'EXPIRED', exp, at, no, lane
   end
   local f = redis.call('HGET', K_F, tostring(seq))
-  if f == 'E' then return 'EXPIRED', 0, 0, 0 end
-  if f == 'D' then return 'DONE', 0, 0, 0 end
-  if f == 'L' then return 'LEFT', 0, 0, 0 end
-  return nil, 0, 0, 0
+  if f == 'E' then return 'EXPIRED', 0, 0, 0, '' end
+  if f == 'D' then return 'DONE', 0, 0, 0, '' end
+  if f == 'L' then return 'LEFT', 0, 0, 0, '' end
+  return nil, 0, 0, 0, ''
 end
 
 -- owned returns the state of the attempt (ARGV[3] user, ARGV[4] seq) when
@@ -104,20 +212,29 @@ end
 
 -- progress returns what callers need to estimate a wait:
 -- admitted so far, promotion rate (milli per second), admit batch, interval ms.
-local function progress()
+-- A caller that has read the config's batch and interval fields already
+-- passes them (as HMGET returned them) to save reading them again.
+local function progress(batch, interval)
   local n = redis.call('HMGET', K_N, 'admitted', 'rate')
-  local c = redis.call('HMGET', K_CFG, 'batch', 'interval')
-  return tonumber(n[1]) or 0, tonumber(n[2]) or 0, tonumber(c[1]) or 0, tonumber(c[2]) or 0
+  if batch == nil then
+    local c = redis.call('HMGET', K_CFG, 'batch', 'interval')
+    batch, interval = c[1], c[2]
+  end
+  return tonumber(n[1]) or 0, tonumber(n[2]) or 0, tonumber(batch) or 0, tonumber(interval) or 0
 end
 
 -- admit makes user active for ttl seconds, numbers the admission (the
 -- event's admitted count) and announces it; returns the expiry and the number.
-local function admit(user, seq, ttl)
+-- lane is 'p' for a priority-lane attempt, '' or nil otherwise.
+local function admit(user, seq, ttl, lane)
   local exp = NOW + ttl * 1000
   local no = redis.call('HINCRBY', K_N, 'admitted', 1)
+  local v = seq .. '|' .. NOW .. '|' .. no
+  if lane == 'p' then
+    v = v .. '|p'
+  end
   redis.call('ZADD', K_A, exp, user)
-  redis.call('HSET', K_AS, user, seq .. '|' .. NOW .. '|' .. no)
-  emit('admitted', seq, user, 'x', exp, 'n', no)
+  redis.call('HSET', K_AS, user, v)
+  emit_lane('admitted', seq, user, lane, 'x', exp, 'n', no)
   return exp, no
 end
-

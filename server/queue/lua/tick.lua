@@ -8,7 +8,8 @@
 -- capped by capacity. The load is the figure an order service reported (none
 -- once it is stale: the downstream is down) or, when none was ever reported,
 -- the orders per second our own order script completed since the last tick.
-local cfg = redis.call('HMGET', K_CFG, 'capacity', 'batch', 'interval', 'policy', 'paused', 'ttl', 'max_tps')
+-- The room is split between the priority and the normal lane (see below).
+local cfg = redis.call('HMGET', K_CFG, 'capacity', 'batch', 'interval', 'policy', 'paused', 'ttl', 'max_tps', 'pshare')
 if not cfg[1] then
   return {'GONE'}
 end
@@ -53,15 +54,31 @@ elseif policy == 'adaptive' then
   end
 end
 
+-- Split the room between the lanes: the priority lane gets ceil(room x share),
+-- the normal lane the rest, and room one lane cannot use goes to the other.
+-- Priority is admitted first, FIFO within each lane; one admission sequence.
 local promoted = 0
-local queued = redis.call('ZCARD', K_W)
+local qp, qw = redis.call('ZCARD', K_P), redis.call('ZCARD', K_W)
+local queued = qp + qw
 if room > 0 and queued > 0 then
   local ttl = tonumber(cfg[6])
-  local head = redis.call('ZPOPMIN', K_W, room)
-  for i = 1, #head, 2 do
-    admit(head[i], head[i + 1], ttl)
+  local pp = share_split(room, tonumber(cfg[8]) or 0)
+  local fromP = math.min(qp, pp)
+  local fromW = math.min(qw, room - fromP)
+  fromP = math.min(qp, room - fromW)
+  for _, lane in ipairs({'p', ''}) do
+    local key, n = K_P, fromP
+    if lane == '' then
+      key, n = K_W, fromW
+    end
+    if n > 0 then
+      local head = redis.call('ZPOPMIN', key, n)
+      for i = 1, #head, 2 do
+        admit(head[i], head[i + 1], ttl, lane)
+      end
+    end
   end
-  promoted = #head / 2
+  promoted = fromP + fromW
 end
 -- rate: promotions per second while people wait, smoothed, in milli-units.
 -- Ticks with an empty line say nothing about how fast the line moves.

@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// num writes a figure with about three significant digits.
+func num(v float64) string {
+	switch a := max(v, -v); {
+	case a >= 100, v == math.Trunc(v):
+		return fmt.Sprintf("%.0f", v)
+	case a >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// Markdown writes the result as Markdown tables: targets and ratios first,
+// then every figure.
+func Markdown(w io.Writer, r *Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# rushline bench: %s, %s\n\n", r.Host, r.Date.UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&b, "%d CPUs, %s, Redis %s. %d closed-loop connections; each HTTP figure sums %d round(s) of %s s, "+
+		"the servers taking turns. The load generator, both servers and Redis share the machine.\n\n",
+		r.CPUs, r.Go, r.RedisVersion, r.Settings.Connections, max(r.Settings.Rounds, 1), num(r.Settings.DurationS))
+	if len(r.LoadAvg) == 2 {
+		fmt.Fprintf(&b, "1-minute load average %s before the run, %s after it (%d CPUs): above the CPU count, "+
+			"other work competed for the cores and the figures are noisier.\n\n", num(r.LoadAvg[0]), num(r.LoadAvg[1]), r.CPUs)
+	}
+
+	b.WriteString("## Targets and ratios\n\n| figure | value | target | verdict |\n|---|---:|---:|---|\n")
+	for _, x := range r.Ratios {
+		target := "—"
+		if x.Target != 0 {
+			target = "≥ " + num(x.Target)
+			if x.LowerIsBetter {
+				target = "≤ " + num(x.Target)
+			}
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, num(x.Value), target, x.Verdict())
+	}
+
+	b.WriteString("\n## HTTP: naive baseline vs rushline (same client, same Redis)\n\n" +
+		"| op | waiting | naive rps | naive p50 ms | naive p99 ms | rushline rps | rushline p50 ms | rushline p99 ms | rushline ÷ naive | errors naive / rushline |\n" +
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, op := range []string{OpJoin, OpStatus} {
+		for _, n := range r.Settings.Sizes {
+			nv, ok1 := r.HTTPFor(ServerNaive, op, n)
+			rl, ok2 := r.HTTPFor(ServerRushline, op, n)
+			if !ok1 && !ok2 {
+				continue
+			}
+			ratio := "—"
+			if nv.RPS > 0 {
+				ratio = num(rl.RPS/nv.RPS) + "×"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d / %d |\n", op, SizeLabel(n),
+				num(nv.RPS), num(nv.P50), num(nv.P99), num(rl.RPS), num(rl.P50), num(rl.P99), ratio, nv.Errors, rl.Errors)
+		}
+	}
+
+	fmt.Fprintf(&b, "\n## redis-benchmark: the raw ceiling (-c %d)\n\n| test | pipeline | rps | p50 ms | p99 ms |\n|---|---:|---:|---:|---:|\n",
+		r.Settings.Connections)
+	for _, x := range r.RedisBenchmark {
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s |\n", x.Name, x.Pipeline, num(x.RPS), num(x.P50), num(x.P99))
+	}
+
+	b.WriteString("\n## Admission, push and memory\n\n| figure | value |\n|---|---:|\n")
+	fmt.Fprintf(&b, "| promotions/s, one event, batch %d (%d promoted) | %s |\n", r.Admission.Batch, r.Admission.Promoted, num(r.Admission.PromotionsPerS))
+	fmt.Fprintf(&b, "| promotion latency p50 / p99, %d SSE streams (%d admitted, %d duplicates) | %s / %s ms |\n",
+		r.Push.Streams, r.Push.Admitted, r.Push.Duplicates, num(r.Push.P50), num(r.Push.P99))
+	fmt.Fprintf(&b, "| promotions/s delivered over SSE | %s |\n", num(r.Push.PromotionsPerS))
+	fmt.Fprintf(&b, "| rushline-server RSS with %d streams | %s MB |\n", r.Push.Streams, num(r.Push.ServerRSSMB))
+	fmt.Fprintf(&b, "| Redis bytes per waiting user (over %d joins through rushline) | %s |\n", r.Memory.MeasuredOver, num(r.Memory.RedisBytesPerWaiting))
+	fmt.Fprintf(&b, "| rushline-server RSS after the HTTP loads | %s MB |\n", num(r.Memory.ServerRSSMB))
+	fmt.Fprintf(&b, "| naive baseline RSS after the HTTP loads | %s MB |\n", num(r.Memory.NaiveRSSMB))
+	_, err := io.WriteString(w, b.String())
+	return err
+}

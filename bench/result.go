@@ -1,0 +1,252 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Schema names the result file format; bump it on an incompatible change.
+const Schema = "rushline-bench/v1"
+
+// Result is one run of the harness: bench/results/<date>-<host>.json.
+// Readers must tolerate missing sections (zero values).
+type Result struct {
+	Schema       string    `json:"schema"`
+	Date         time.Time `json:"date"`
+	Host         string    `json:"host"`
+	CPUs         int       `json:"cpus"`
+	Go           string    `json:"go"`
+	RedisVersion string    `json:"redis_version"`
+	// LoadAvg is the machine's 1-minute load average before and after the run:
+	// how much else was running.
+	LoadAvg        []float64        `json:"load_avg,omitempty"`
+	Settings       Settings         `json:"settings"`
+	RedisBenchmark []RedisBenchmark `json:"redis_benchmark"`
+	HTTP           []HTTPFigures    `json:"http"`
+	Admission      Admission        `json:"admission"`
+	Push           PushFigures      `json:"push"`
+	Memory         Memory           `json:"memory"`
+	Ratios         []Ratio          `json:"ratios"`
+}
+
+// Settings are the knobs a run used.
+type Settings struct {
+	// DurationS is one round of one HTTP load; Rounds of them are summed.
+	DurationS   float64 `json:"duration_s"`
+	Rounds      int     `json:"rounds,omitempty"`
+	Connections int     `json:"connections"`
+	Sizes       []int   `json:"sizes"`
+}
+
+// HTTP servers and operations measured.
+const (
+	ServerRushline = "rushline"
+	ServerNaive    = "naive"
+	OpJoin         = "join"
+	OpStatus       = "status"
+)
+
+// HTTPFigures are one server's figures for one operation at one line length.
+type HTTPFigures struct {
+	Server  string `json:"server"`
+	Op      string `json:"op"`
+	Waiting int    `json:"waiting"`
+	LoadFigures
+}
+
+// Admission is promotion throughput for one event driven tick after tick.
+type Admission struct {
+	PromotionsPerS float64 `json:"promotions_per_s"`
+	Batch          int     `json:"batch"`
+	Promoted       int     `json:"promoted"`
+}
+
+// PushFigures are promotion latency with many open SSE streams.
+type PushFigures struct {
+	Streams        int     `json:"streams"`
+	Connected      int     `json:"connected"`
+	Admitted       int     `json:"admitted"`
+	Duplicates     int     `json:"duplicates"`
+	PromotionsPerS float64 `json:"promotions_per_s"`
+	P50            float64 `json:"p50_ms"`
+	P99            float64 `json:"p99_ms"`
+	ServerRSSMB    float64 `json:"server_rss_mb"`
+}
+
+// Memory is Redis memory per waiting user and the servers' resident memory
+// after the HTTP loads.
+type Memory struct {
+	RedisBytesPerWaiting float64 `json:"redis_bytes_per_waiting"`
+	// MeasuredOver is how many joins through rushline the Redis figure spans.
+	MeasuredOver int     `json:"measured_over"`
+	ServerRSSMB  float64 `json:"server_rss_mb"`
+	NaiveRSSMB   float64 `json:"naive_rss_mb"`
+}
+
+// Ratio is one derived figure, with its target when it has one (0: none).
+type Ratio struct {
+	Name   string  `json:"name"`
+	Value  float64 `json:"value"`
+	Target float64 `json:"target,omitempty"`
+	// LowerIsBetter makes the target a ceiling instead of a floor.
+	LowerIsBetter bool `json:"lower_is_better,omitempty"`
+}
+
+// Verdict is PASS or MISS against the target, or "" without one.
+func (r Ratio) Verdict() string {
+	switch {
+	case r.Target == 0:
+		return ""
+	case r.LowerIsBetter && r.Value <= r.Target, !r.LowerIsBetter && r.Value >= r.Target:
+		return "PASS"
+	}
+	return "MISS"
+}
+
+// HTTPFor returns the figures of server doing op at waiting, if measured.
+func (r *Result) HTTPFor(server, op string, waiting int) (HTTPFigures, bool) {
+	for _, h := range r.HTTP {
+		if h.Server == server && h.Op == op && h.Waiting == waiting {
+			return h, true
+		}
+	}
+	return HTTPFigures{}, false
+}
+
+func (r *Result) redisBenchmarkFor(name string, pipeline int) (RedisBenchmark, bool) {
+	for _, b := range r.RedisBenchmark {
+		if b.Name == name && b.Pipeline == pipeline {
+			return b, true
+		}
+	}
+	return RedisBenchmark{}, false
+}
+
+// Targets from DESIGN.md and issue 6.
+const (
+	TargetJoinRatio      = 1.3
+	TargetStatusRatio    = 1.0
+	TargetStatusP99Ratio = 1.2
+	TargetPromotionP99MS = 50
+	TargetPromotionsPerS = 20_000
+	TargetBytesPerWait   = 200
+	TargetPushRSSMB      = 200
+	// TargetPushStreams is the stream count the push targets are set for.
+	TargetPushStreams = 10_000
+)
+
+// ComputeRatios derives the ratios and targets from the figures.
+func (r *Result) ComputeRatios() {
+	r.Ratios = nil
+	add := func(name string, num, den, target float64, lower bool) {
+		if num > 0 && den > 0 {
+			r.Ratios = append(r.Ratios, Ratio{Name: name, Value: num / den, Target: target, LowerIsBetter: lower})
+		}
+	}
+	sizes := r.Settings.Sizes
+	for _, n := range sizes {
+		at := " @" + SizeLabel(n)
+		ours, ok1 := r.HTTPFor(ServerRushline, OpJoin, n)
+		base, ok2 := r.HTTPFor(ServerNaive, OpJoin, n)
+		if ok1 && ok2 {
+			add("join rushline/naive"+at, ours.RPS, base.RPS, TargetJoinRatio, false)
+			add("join p99 rushline/naive"+at, ours.P99, base.P99, 1, true)
+		}
+		ours, ok1 = r.HTTPFor(ServerRushline, OpStatus, n)
+		base, ok2 = r.HTTPFor(ServerNaive, OpStatus, n)
+		if ok1 && ok2 {
+			target := 0.0
+			if n == sizes[len(sizes)-1] {
+				target = TargetStatusRatio
+			}
+			add("status rushline/naive"+at, ours.RPS, base.RPS, target, false)
+			add("status p99 rushline/naive"+at, ours.P99, base.P99, 0, true)
+		}
+	}
+	if len(sizes) > 1 {
+		lo, ok1 := r.HTTPFor(ServerRushline, OpStatus, sizes[0])
+		hi, ok2 := r.HTTPFor(ServerRushline, OpStatus, sizes[len(sizes)-1])
+		if ok1 && ok2 {
+			add(fmt.Sprintf("status p99 rushline @%s / @%s", SizeLabel(sizes[len(sizes)-1]), SizeLabel(sizes[0])),
+				hi.P99, lo.P99, TargetStatusP99Ratio, true)
+		}
+	}
+	if len(sizes) > 0 {
+		at := " @" + SizeLabel(sizes[0])
+		for _, c := range []struct{ op, bench string }{{OpJoin, "join-script"}, {OpStatus, "ZRANK"}} {
+			ours, _ := r.HTTPFor(ServerRushline, c.op, sizes[0])
+			for _, p := range []int{1, 16} {
+				if rb, ok := r.redisBenchmarkFor(c.bench, p); ok {
+					add(fmt.Sprintf("%s rushline/redis-benchmark %s -P %d%s", c.op, c.bench, p, at), ours.RPS, rb.RPS, 0, false)
+				}
+			}
+		}
+	}
+	if r.Push.Admitted > 0 {
+		// The push targets are set for TargetPushStreams; fewer streams are informational.
+		p99Target, rssTarget := 0.0, 0.0
+		if r.Push.Streams >= TargetPushStreams {
+			p99Target, rssTarget = TargetPromotionP99MS, TargetPushRSSMB
+		}
+		r.Ratios = append(r.Ratios, Ratio{Name: fmt.Sprintf("promotion p99 ms @%d streams", r.Push.Streams),
+			Value: r.Push.P99, Target: p99Target, LowerIsBetter: true})
+		add(fmt.Sprintf("server RSS MB @%d streams", r.Push.Streams), r.Push.ServerRSSMB, 1, rssTarget, true)
+	}
+	add("admission promotions/s", r.Admission.PromotionsPerS, 1, TargetPromotionsPerS, false)
+	add("redis bytes per waiting user", r.Memory.RedisBytesPerWaiting, 1, TargetBytesPerWait, true)
+}
+
+// SizeLabel writes a line length the short way: 1k, 100k, 1M, 250.
+func SizeLabel(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+// ReadResult loads a result file.
+func ReadResult(path string) (*Result, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Result
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("bench: %s: %w", path, err)
+	}
+	return &r, nil
+}
+
+// BaseName is the file name, without extension, of a result: <date>-<host>.
+func (r *Result) BaseName() string { return r.Date.UTC().Format("2006-01-02") + "-" + r.Host }
+
+// WriteFiles writes <dir>/<date>-<host>.json and .md and returns their paths.
+func (r *Result) WriteFiles(dir string) (jsonPath, mdPath string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", "", err
+	}
+	jsonPath = filepath.Join(dir, r.BaseName()+".json")
+	mdPath = filepath.Join(dir, r.BaseName()+".md")
+	if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
+		return "", "", err
+	}
+	f, err := os.Create(mdPath)
+	if err != nil {
+		return "", "", err
+	}
+	defer f.Close()
+	if err := Markdown(f, r); err != nil {
+		return "", "", err
+	}
+	return jsonPath, mdPath, f.Close()
+}

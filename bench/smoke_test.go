@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// MustBuild builds the main package pkg into dir/name and returns its path.
+func MustBuild(tb testing.TB, dir, name, pkg string) string {
+	tb.Helper()
+	out := filepath.Join(dir, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// TestRunSmoke runs the whole harness at tiny sizes and checks the result
+// file's shape and counts. It asserts no timings.
+func TestRunSmoke(t *testing.T) {
+	bin := t.TempDir()
+	cfg := RunConfig{
+		ServerBin:         MustBuild(t, bin, "rushline-server", "../server"),
+		NaiveCmd:          []string{MustBuild(t, bin, "rushline-bench", "./cmd/rushline-bench"), "naive"},
+		RedisBenchmarkBin: "redis-benchmark", Sizes: []int{100, 200}, Duration: 500 * time.Millisecond, Rounds: 2, Connections: 8,
+		RedisBenchmarkRequests: 500, AdmissionWaiting: 200, AdmissionBatch: 50, Streams: 100,
+		PushQuiet: 200 * time.Millisecond, Host: "smoke",
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jsonPath, mdPath, err := res.WriteFiles(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := res.Date.Format("2006-01-02") + "-smoke.json"; filepath.Base(jsonPath) != want {
+		t.Errorf("result file %s, want %s", filepath.Base(jsonPath), want)
+	}
+
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"schema", "date", "host", "cpus", "go", "redis_version", "settings", "redis_benchmark",
+		"http", "admission", "push", "memory", "ratios"} {
+		if _, ok := doc[k]; !ok {
+			t.Errorf("result has no %q section", k)
+		}
+	}
+	r, err := ReadResult(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Schema != Schema || r.RedisVersion == "" || r.CPUs == 0 || len(r.LoadAvg) != 2 {
+		t.Errorf("header: schema %q, redis %q, cpus %d, load %v", r.Schema, r.RedisVersion, r.CPUs, r.LoadAvg)
+	}
+	if len(r.RedisBenchmark) != 6 {
+		t.Errorf("%d redis-benchmark rows, want 3 tests × 2 pipelines", len(r.RedisBenchmark))
+	}
+	for _, b := range r.RedisBenchmark {
+		if b.RPS <= 0 {
+			t.Errorf("redis-benchmark %s -P %d: rps %v", b.Name, b.Pipeline, b.RPS)
+		}
+	}
+	if len(r.HTTP) != 2*2*len(cfg.Sizes) {
+		t.Errorf("%d HTTP rows, want 2 servers × 2 ops × %d sizes", len(r.HTTP), len(cfg.Sizes))
+	}
+	for _, h := range r.HTTP {
+		if h.Requests == 0 || h.Errors != 0 || h.RPS <= 0 {
+			t.Errorf("%s %s @%d: %d requests, %d errors, rps %v", h.Server, h.Op, h.Waiting, h.Requests, h.Errors, h.RPS)
+		}
+	}
+	if a := r.Admission; a.Promoted != cfg.AdmissionWaiting || a.PromotionsPerS <= 0 || a.Batch != cfg.AdmissionBatch {
+		t.Errorf("admission %+v, want %d promoted", a, cfg.AdmissionWaiting)
+	}
+	if p := r.Push; p.Streams != cfg.Streams || p.Admitted != cfg.Streams || p.Duplicates != 0 || p.ServerRSSMB <= 0 {
+		t.Errorf("push %+v, want all %d streams admitted once", p, cfg.Streams)
+	}
+	if m := r.Memory; m.RedisBytesPerWaiting <= 0 || m.MeasuredOver != 200 || m.ServerRSSMB <= 0 || m.NaiveRSSMB <= 0 {
+		t.Errorf("memory %+v", m)
+	}
+	names := map[string]bool{}
+	for _, x := range r.Ratios {
+		names[x.Name] = true
+	}
+	for _, n := range []string{"join rushline/naive @100", "join p99 rushline/naive @200", "status rushline/naive @200",
+		"promotion p99 ms @100 streams", "admission promotions/s", "redis bytes per waiting user"} {
+		if !names[n] {
+			t.Errorf("no ratio %q", n)
+		}
+	}
+
+	md, err := os.ReadFile(mdPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Targets and ratios", "| join rushline/naive @200 |", "| join | 100 |", "| status | 200 |",
+		"| join-script | 16 |", "100 SSE streams (100 admitted, 0 duplicates)"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+}

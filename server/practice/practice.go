@@ -1,0 +1,578 @@
+// Package practice runs practice races: a person against a scenario's bots on
+// a private event. The bots are the simulator engine, run in-process against
+// the server's own HTTP API with the simulator key, so bots and the person
+// take the very same path. The person's figures (reaction, place, outcome)
+// are read from the event's record stream, the server-side truth for
+// everyone; the bots' outcomes come from the simulator's run.
+package practice
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rushline/rushline/scenarios"
+	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/simulator/engine"
+	"github.com/rushline/rushline/simulator/report"
+	"github.com/rushline/rushline/simulator/scenario"
+)
+
+// Defaults and limits of a service.
+const (
+	// DefaultMaxRaces is how many races may run at once on one server.
+	DefaultMaxRaces = 4
+	// DefaultMaxHeld is how many races one server holds in memory at once:
+	// running, stopped and finished ones, each with its event in Redis and
+	// SQL, until forgotten. A start beyond it answers CodeUnavailable.
+	DefaultMaxHeld = 32
+	// DefaultMaxRunningBots bounds the planned bots of all running races.
+	DefaultMaxRunningBots = 12_000
+	// MaxBots and MaxSeats bound the scenarios offered: the bots run inside
+	// the server, and the person's page loads the whole seat map.
+	MaxBots  = 10_000
+	MaxSeats = 100_000
+	// DefaultOpensIn is the least default time between a start and the opening.
+	DefaultOpensIn = 5 * time.Second
+	// MinOpensIn and MaxOpensIn bound a requested opening delay.
+	MinOpensIn = 3 * time.Second
+	MaxOpensIn = 120 * time.Second
+	// MinWindow and MaxWindow bound how long a race's event takes joins.
+	MinWindow = time.Minute
+	MaxWindow = 10 * time.Minute
+	// DefaultKeepFinished is how long a finished race stays: its full result
+	// in memory, its event in Redis and SQL. Then both go; the database still
+	// has the person's figures.
+	DefaultKeepFinished = time.Hour
+	// HistoryLimit and LeaderboardLimit bound the lists.
+	HistoryLimit     = 50
+	LeaderboardLimit = 20
+	// IDPrefix starts every practice event id.
+	IDPrefix = "practice-"
+	// syncEvery is how often a race reads its event's new records.
+	syncEvery = 250 * time.Millisecond
+	// readChunk is the records one stream read returns at most.
+	readChunk = 1000
+)
+
+// CodeRaceNotFinished answers a result asked for while the race runs.
+const CodeRaceNotFinished queue.Code = "RACE_NOT_FINISHED"
+
+// Phases of a race.
+const (
+	PhaseCountdown = "countdown"
+	PhaseRunning   = "running"
+	PhaseFinished  = "finished"
+)
+
+// Creator creates events (queue.Catalog).
+type Creator interface {
+	Create(ctx context.Context, ev queue.Event) (queue.Event, error)
+}
+
+// Forgetter forgets a dropped event's per-event figures (metrics.Metrics).
+type Forgetter interface {
+	Forget(eventID string)
+}
+
+// Store keeps finished races and event definitions (the SQL store).
+type Store interface {
+	DeleteEvent(ctx context.Context, id string) error
+	SavePracticeResult(ctx context.Context, r Record) error
+	PracticeResult(ctx context.Context, eventID string) (Record, error)
+	PracticeHistory(ctx context.Context, userID string, limit int) ([]Record, error)
+	PracticeLeaderboard(ctx context.Context, scenario string, limit int) ([]Record, error)
+}
+
+// Option configures a Service.
+type Option func(*Service)
+
+// WithMaxRaces sets how many races may run at once.
+func WithMaxRaces(n int) Option { return func(s *Service) { s.maxRaces = n } }
+
+// WithMaxHeld sets how many races (running, stopped or finished) the
+// service holds at once.
+func WithMaxHeld(n int) Option { return func(s *Service) { s.maxHeld = n } }
+
+// WithMaxRunningBots sets how many planned bots all running races may have.
+func WithMaxRunningBots(n int) Option { return func(s *Service) { s.maxBots = n } }
+
+// WithForgetter has f forget every event the service drops.
+func WithForgetter(f Forgetter) Option { return func(s *Service) { s.forgetter = f } }
+
+// WithLogger sets the logger.
+func WithLogger(l *slog.Logger) Option { return func(s *Service) { s.log = l } }
+
+// WithKeepFinished sets how long a finished race and its event stay.
+func WithKeepFinished(d time.Duration) Option { return func(s *Service) { s.keep = d } }
+
+// WithScenarios replaces the embedded scenarios (tests use tiny ones).
+func WithScenarios(scs ...*scenario.Scenario) Option {
+	return func(s *Service) { s.scenarios = scs }
+}
+
+// Service starts and follows practice races. Safe for concurrent use.
+type Service struct {
+	eng       *queue.Engine
+	creator   Creator
+	results   Store
+	target    string
+	simKey    string
+	maxRaces  int
+	maxHeld   int
+	maxBots   int
+	keep      time.Duration
+	log       *slog.Logger
+	scenarios []*scenario.Scenario
+	forgetter Forgetter
+	// runBots plays a race's bots (engine.Run; tests replace it).
+	runBots func(ctx context.Context, sc *scenario.Scenario, cfg engine.Config) (report.Raw, error)
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	races map[string]*race
+	// closed is set by Close; starts then answer CodeUnavailable.
+	closed bool
+}
+
+// New returns a service whose bots reach the server at target (its base URL,
+// e.g. http://127.0.0.1:8080) with the simulator key.
+func New(eng *queue.Engine, creator Creator, results Store, target, simKey string, opts ...Option) (*Service, error) {
+	s := &Service{eng: eng, creator: creator, results: results, target: strings.TrimRight(target, "/"), simKey: simKey,
+		maxRaces: DefaultMaxRaces, maxHeld: DefaultMaxHeld, maxBots: DefaultMaxRunningBots, keep: DefaultKeepFinished,
+		log: slog.Default(), races: map[string]*race{}, runBots: engine.Run}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.scenarios == nil {
+		all, err := scenarios.All()
+		if err != nil {
+			return nil, fmt.Errorf("practice: %w", err)
+		}
+		for _, sc := range all {
+			if c := sc.Event.Create; c != nil && c.Seats <= MaxSeats && plannedBots(sc) <= MaxBots {
+				s.scenarios = append(s.scenarios, sc)
+			}
+		}
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Close stops every running race's bots and waits for them; later starts
+// answer CodeUnavailable. Races stopped this way keep no result.
+func (s *Service) Close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+}
+
+// ScenarioInfo describes one scenario a race can use.
+type ScenarioInfo struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	Bots        int    `json:"bots"`
+	Seats       int    `json:"seats"`
+	OpensInS    int    `json:"opens_in_s"`
+}
+
+// Scenarios lists the scenarios a race can use, by name.
+func (s *Service) Scenarios() []ScenarioInfo {
+	out := make([]ScenarioInfo, 0, len(s.scenarios))
+	for _, sc := range s.scenarios {
+		out = append(out, ScenarioInfo{Name: sc.Name, Description: sc.Description, Bots: plannedBots(sc),
+			Seats: sc.Event.Create.Seats, OpensInS: int(defaultOpensIn(sc) / time.Second)})
+	}
+	slices.SortFunc(out, func(a, b ScenarioInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// plannedBots is how many bots a scenario starts: its open phases' expected
+// arrivals plus its closed phases' concurrency.
+func plannedBots(sc *scenario.Scenario) int {
+	var n float64
+	for _, p := range sc.Phases {
+		if e := p.ExpectedArrivals(); e >= 0 {
+			n += e
+		} else {
+			n += float64(p.Concurrency)
+		}
+	}
+	return int(math.Round(n))
+}
+
+func defaultOpensIn(sc *scenario.Scenario) time.Duration {
+	return max(time.Duration(sc.Event.Create.OpensIn), DefaultOpensIn)
+}
+
+func (s *Service) scenario(name string) (*scenario.Scenario, error) {
+	for _, sc := range s.scenarios {
+		if sc.Name == name {
+			return sc, nil
+		}
+	}
+	names := make([]string, 0, len(s.scenarios))
+	for _, sc := range s.scenarios {
+		names = append(names, sc.Name)
+	}
+	slices.Sort(names)
+	return nil, queue.Errorf(queue.CodeBadRequest, "unknown scenario %q; choose one of %s", name, strings.Join(names, ", "))
+}
+
+// Started is a race that was just set up.
+type Started struct {
+	Event    queue.Event
+	Scenario string
+	OpensAt  time.Time
+	Bots     int
+	Seats    int
+}
+
+// Start sets up a race of the named scenario for user, opening after
+// opensIn (0: the scenario's opens_in, at least DefaultOpensIn). It answers
+// CodeUnavailable when MaxRaces races run already, when their planned bots
+// and this race's would pass MaxRunningBots, when MaxHeld races are held,
+// and once the service is closed.
+func (s *Service) Start(ctx context.Context, userID, nickname, name string, opensIn time.Duration) (Started, error) {
+	sc, err := s.scenario(name)
+	if err != nil {
+		return Started{}, err
+	}
+	if opensIn == 0 {
+		opensIn = defaultOpensIn(sc)
+	} else if opensIn < MinOpensIn || opensIn > MaxOpensIn {
+		return Started{}, queue.Errorf(queue.CodeBadRequest, "opens_in_s must be between %d and %d",
+			int(MinOpensIn/time.Second), int(MaxOpensIn/time.Second))
+	}
+	c := sc.Event.Create
+	ttl := time.Duration(c.ActiveTTLS) * time.Second
+	window := min(max(sc.TotalDuration()+2*ttl+30*time.Second, MinWindow), MaxWindow)
+	now := s.eng.Now().UTC()
+	opensAt := now.Add(opensIn).Truncate(time.Millisecond)
+	closesAt := opensAt.Add(window)
+
+	r := newRace(sc.Name, userID, nickname, plannedBots(sc), opensAt, closesAt, closesAt.Add(ttl+5*time.Second))
+	s.sweep(ctx, now)
+	s.mu.Lock()
+	if err := s.admit(userID, r.planned); err != nil {
+		s.mu.Unlock()
+		return Started{}, err
+	}
+	for _, o := range s.races {
+		if o.owner == userID {
+			o.stop()
+		}
+	}
+	r.id = newID()
+	s.races[r.id] = r // holds the place while the event is made
+	s.wg.Add(1)       // under mu, so never after Close began waiting
+	s.mu.Unlock()
+
+	name = c.Name
+	if name == "" || name == sc.Name {
+		name = "Practice: " + sc.Name
+	}
+	ev, err := s.creator.Create(ctx, queue.Event{ID: r.id, Name: name, Seats: c.Seats, Capacity: c.Capacity,
+		AdmitBatch: c.AdmitBatch, AdmitIntervalMS: c.AdmitIntervalMS, ActiveTTLS: c.ActiveTTLS,
+		Policy: queue.Policy(c.Policy), MaxTPS: c.MaxTPS, OpensAt: &opensAt, ClosesAt: &closesAt, Practice: true})
+	if err != nil {
+		s.mu.Lock()
+		delete(s.races, r.id)
+		s.mu.Unlock()
+		s.wg.Done()
+		return Started{}, fmt.Errorf("practice: create event: %w", err)
+	}
+	s.mu.Lock()
+	r.ev = ev
+	s.mu.Unlock()
+	// The bots use the event made here, whatever their file says.
+	play := *sc
+	play.Event = scenario.Event{Use: r.id}
+	go func() {
+		defer s.wg.Done()
+		s.run(r, &play)
+	}()
+	s.log.Info("practice race started", "event", r.id, "scenario", sc.Name, "bots", r.planned, "opens_at", opensAt)
+	return Started{Event: ev, Scenario: sc.Name, OpensAt: opensAt, Bots: r.planned, Seats: c.Seats}, nil
+}
+
+// admit decides whether userID may start a race of planned bots; s.mu is
+// held. A person runs one race at a time: a new start ends their last one,
+// which therefore counts against neither running limit.
+func (s *Service) admit(userID string, planned int) error {
+	unavailable := func(format string, args ...any) error {
+		return &queue.Error{Code: queue.CodeUnavailable, Message: fmt.Sprintf(format, args...)}
+	}
+	if s.closed {
+		return unavailable("the practice service is shutting down")
+	}
+	if len(s.races) >= s.maxHeld {
+		return unavailable("this server holds %d practice races, the most it keeps; try again in a minute", len(s.races))
+	}
+	running, bots := 0, planned
+	for _, o := range s.races {
+		if o.owner != userID && !o.isFinished() && !o.stopped() {
+			running++
+			bots += o.planned
+		}
+	}
+	if running >= s.maxRaces {
+		return unavailable("%d practice races are running on this server, the most it runs at once; try again in a minute", running)
+	}
+	if bots > s.maxBots {
+		return unavailable("the running practice races have too many bots for this one (%d planned, at most %d); try again in a minute", bots, s.maxBots)
+	}
+	return nil
+}
+
+func newID() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return IDPrefix + hex.EncodeToString(b)
+}
+
+// Owner returns the user who started the practice race eventID, and whether
+// this server knows the race.
+func (s *Service) Owner(eventID string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r, ok := s.races[eventID]; ok {
+		return r.owner, true
+	}
+	return "", false
+}
+
+// race looks up eventID for userID: CodeEventNotFound when unknown here,
+// CodeForbidden for anyone but its owner.
+func (s *Service) race(eventID, userID string) (*race, error) {
+	s.mu.Lock()
+	r, ok := s.races[eventID]
+	ok = ok && r.ev.ID != ""
+	s.mu.Unlock()
+	if !ok {
+		return nil, queue.Errorf(queue.CodeEventNotFound, "no practice race %q on this server", eventID)
+	}
+	if r.owner != userID {
+		return nil, queue.Errorf(queue.CodeForbidden, "practice race %q belongs to someone else", eventID)
+	}
+	return r, nil
+}
+
+// run plays the bots and follows the race until it is finished.
+func (s *Service) run(r *race, sc *scenario.Scenario) {
+	botCtx, stopBots := context.WithDeadline(s.ctx, r.hardEnd)
+	defer stopBots()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 30 * time.Second}}
+	defer client.CloseIdleConnections()
+	grace := max(r.hardEnd.Sub(r.opensAt.Add(sc.TotalDuration())), time.Second)
+	bots := make(chan report.Raw, 1)
+	var botsWG sync.WaitGroup
+	botsWG.Go(func() {
+		raw, err := s.runBots(botCtx, sc, engine.Config{Target: s.target, SimulatorKey: s.simKey, Client: client, Grace: grace})
+		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+			s.log.Warn("practice bots stopped early", "event", r.id, "err", err)
+		}
+		bots <- raw
+	})
+	defer botsWG.Wait()
+
+	tick := time.NewTicker(syncEvery)
+	defer tick.Stop()
+	abort := r.abort
+	// gotBots: the bots' report was taken, so bots will never send again.
+	gotBots := false
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case raw := <-bots:
+			r.botsFinished(raw)
+			gotBots = true
+		case <-tick.C:
+		case <-abort:
+			stopBots()
+			if !gotBots {
+				r.botsFinished(<-bots)
+				gotBots = true
+			}
+			abort = nil
+		}
+		if err := r.sync(s.ctx, s.eng); err != nil {
+			s.log.Warn("practice race could not read its event", "event", r.id, "err", err)
+			if time.Now().Before(r.hardEnd) && !r.stopped() {
+				continue
+			}
+		}
+		if res, ok := r.finish(time.Now()); ok {
+			s.save(res)
+			break
+		}
+	}
+	if r.stopped() {
+		// Superseded by the person's next race: its result is saved, the
+		// database answers for it; the event goes now, not after keep.
+		s.forget(r.id)
+		return
+	}
+	keep := time.NewTimer(s.keep)
+	defer keep.Stop()
+	select {
+	case <-s.ctx.Done():
+	case <-keep.C:
+		s.forget(r.id)
+	}
+}
+
+// forget drops a finished race: from memory, and its event from Redis and SQL.
+func (s *Service) forget(id string) {
+	s.mu.Lock()
+	delete(s.races, id)
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 10*time.Second)
+	defer cancel()
+	err := s.eng.DropEvent(ctx, id)
+	if err == nil {
+		err = s.results.DeleteEvent(ctx, id)
+	}
+	if err != nil && queue.ErrorCode(err) != queue.CodeEventNotFound {
+		s.log.Warn("practice event not dropped", "event", id, "err", err)
+	}
+	if s.forgetter != nil {
+		s.forgetter.Forget(id)
+	}
+}
+
+// sweep drops practice events this server does not run whose window closed
+// longer than the keep time ago: those of races cut short by a restart.
+func (s *Service) sweep(ctx context.Context, now time.Time) {
+	events, err := s.eng.Events(ctx)
+	if err != nil {
+		s.log.Warn("practice: could not list events to sweep", "err", err)
+		return
+	}
+	for _, ev := range events {
+		if !ev.Practice || ev.ClosesAt == nil || now.Sub(*ev.ClosesAt) < s.keep {
+			continue
+		}
+		if _, known := s.Owner(ev.ID); !known {
+			s.forget(ev.ID)
+		}
+	}
+}
+
+func (s *Service) save(res Result) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 10*time.Second)
+	defer cancel()
+	if err := s.results.SavePracticeResult(ctx, res.Record); err != nil {
+		s.log.Error("practice result not saved", "event", res.EventID, "err", err)
+		return
+	}
+	s.log.Info("practice race finished", "event", res.EventID, "outcome", res.You.Outcome, "bots", res.Bots)
+}
+
+// Live is a race's state for the person's page, polled about once a second.
+type Live struct {
+	queue.Stats
+	WaitingBots   int64     `json:"waiting_bots"`
+	WaitingPeople int64     `json:"waiting_people"`
+	Seats         int       `json:"seats"`
+	AheadBots     int64     `json:"ahead_bots"`
+	AheadPeople   int64     `json:"ahead_people"`
+	Phase         string    `json:"phase"`
+	ServerTime    time.Time `json:"server_time"`
+}
+
+// Live reads the race eventID for its owner userID.
+func (s *Service) Live(ctx context.Context, eventID, userID string) (Live, error) {
+	r, err := s.race(eventID, userID)
+	if err != nil {
+		return Live{}, err
+	}
+	if err := r.sync(ctx, s.eng); err != nil {
+		return Live{}, err
+	}
+	st, err := s.eng.Stats(ctx, r.ev)
+	if err != nil {
+		return Live{}, err
+	}
+	l := Live{Stats: st, Seats: r.ev.Seats, ServerTime: s.eng.Now().UTC()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for seq, bot := range r.waiting {
+		ahead := r.me.seq != 0 && r.me.admittedAt.IsZero() && r.me.end == "" && seq < r.me.seq
+		switch {
+		case bot && ahead:
+			l.WaitingBots++
+			l.AheadBots++
+		case bot:
+			l.WaitingBots++
+		case ahead:
+			l.WaitingPeople++
+			l.AheadPeople++
+		default:
+			l.WaitingPeople++
+		}
+	}
+	switch {
+	case r.result != nil:
+		l.Phase = PhaseFinished
+	case l.ServerTime.Before(r.opensAt):
+		l.Phase = PhaseCountdown
+	default:
+		l.Phase = PhaseRunning
+	}
+	return l, nil
+}
+
+// Result returns the finished race eventID for its owner userID: from memory
+// with the bots' distribution, or from the database without it.
+// CodeRaceNotFinished while it runs.
+func (s *Service) Result(ctx context.Context, eventID, userID string) (Result, error) {
+	r, err := s.race(eventID, userID)
+	if queue.ErrorCode(err) == queue.CodeEventNotFound {
+		rec, err := s.results.PracticeResult(ctx, eventID)
+		if err != nil {
+			return Result{}, err
+		}
+		if rec.UserID != userID {
+			return Result{}, queue.Errorf(queue.CodeForbidden, "practice race %q belongs to someone else", eventID)
+		}
+		return Result{Record: rec}, nil
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.result == nil {
+		return Result{}, queue.Errorf(CodeRaceNotFinished, "the race is still running; the result is ready when every bot is done and your attempt has ended")
+	}
+	return *r.result, nil
+}
+
+// History lists userID's races, newest first.
+func (s *Service) History(ctx context.Context, userID string) ([]Record, error) {
+	return s.results.PracticeHistory(ctx, userID, HistoryLimit)
+}
+
+// Leaderboard lists a scenario's fastest joins.
+func (s *Service) Leaderboard(ctx context.Context, name string) ([]Record, error) {
+	if _, err := s.scenario(name); err != nil {
+		return nil, err
+	}
+	return s.results.PracticeLeaderboard(ctx, name, LeaderboardLimit)
+}

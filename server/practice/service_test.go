@@ -1,0 +1,221 @@
+package practice
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/redisproc/redistest"
+	"github.com/rushline/rushline/simulator/engine"
+	"github.com/rushline/rushline/simulator/report"
+	"github.com/rushline/rushline/simulator/scenario"
+)
+
+// waitFor is a failure guard, not a performance goal: cond should hold
+// long before it.
+const waitFor = 30 * time.Second
+
+// fakeCreator hands back the event it is asked to create.
+type fakeCreator struct{}
+
+func (fakeCreator) Create(_ context.Context, ev queue.Event) (queue.Event, error) { return ev, nil }
+
+// memStore keeps results and deleted events in memory.
+type memStore struct {
+	mu      sync.Mutex
+	saved   map[string]Record
+	deleted []string
+}
+
+func (m *memStore) DeleteEvent(_ context.Context, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.deleted = append(m.deleted, id)
+	return nil
+}
+
+func (m *memStore) SavePracticeResult(_ context.Context, r Record) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.saved[r.EventID] = r
+	return nil
+}
+
+func (m *memStore) PracticeResult(_ context.Context, id string) (Record, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if r, ok := m.saved[id]; ok {
+		return r, nil
+	}
+	return Record{}, queue.Errorf(queue.CodeEventNotFound, "no practice race %q", id)
+}
+
+func (m *memStore) PracticeHistory(context.Context, string, int) ([]Record, error) { return nil, nil }
+func (m *memStore) PracticeLeaderboard(context.Context, string, int) ([]Record, error) {
+	return nil, nil
+}
+
+func (m *memStore) has(id string) (saved, deleted bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, saved = m.saved[id]
+	return saved, slices.Contains(m.deleted, id)
+}
+
+// forgotten records the events a Forgetter was told about.
+type forgotten struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (f *forgotten) Forget(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.ids = append(f.ids, id)
+}
+
+func (f *forgotten) has(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Contains(f.ids, id)
+}
+
+// MustScenario returns a scenario named name with bots planned bots.
+func MustScenario(tb testing.TB, name string, bots int) *scenario.Scenario {
+	tb.Helper()
+	sc, err := scenario.Parse([]byte(`
+name: ` + name + `
+description: test
+seed: 1
+event:
+  create: {seats: 10, capacity: 5, admit_batch: 5, admit_interval_ms: 100, active_ttl_s: 5, opens_in: 3s}
+phases:
+  - {name: rush, arrival: spike, users: ` + strconv.Itoa(bots) + `, over: 500ms}
+bots:
+  - {name: b, weight: 1, wait: poll, poll_interval: 200ms, reaction: {dist: uniform, min: 10ms, max: 20ms}, seat: random}
+`))
+	if err != nil {
+		tb.Fatalf("scenario: %v", err)
+	}
+	return sc
+}
+
+// MustService is a service on a private Redis whose bots finish at once.
+func MustService(tb testing.TB, st Store, opts ...Option) *Service {
+	tb.Helper()
+	p := redistest.MustStart(tb)
+	eng := queue.New(redistest.MustClient(tb, p.Addr()), []byte("test-key"))
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	opts = append([]Option{WithLogger(quiet), WithScenarios(MustScenario(tb, "s10", 10), MustScenario(tb, "s40", 40))}, opts...)
+	s, err := New(eng, fakeCreator{}, st, "http://127.0.0.1:1", "key", opts...)
+	if err != nil {
+		tb.Fatalf("practice: %v", err)
+	}
+	s.runBots = func(context.Context, *scenario.Scenario, engine.Config) (report.Raw, error) { return report.Raw{}, nil }
+	return s
+}
+
+// eventually fails tb unless cond holds within waitFor.
+func eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("never: %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// mustClose fails tb unless s.Close returns.
+func mustClose(tb testing.TB, s *Service) {
+	tb.Helper()
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(waitFor):
+		tb.Fatal("Close never returned")
+	}
+}
+
+// A race whose bots are done before it is over, then stopped by the
+// person's next start, still saves its result, drops its event, and Close
+// returns.
+func TestStopAfterTheBotsAreDone(t *testing.T) {
+	st := &memStore{saved: map[string]Record{}}
+	f := &forgotten{}
+	s := MustService(t, st, WithForgetter(f))
+	first, err := s.Start(t.Context(), "u1", "one", "s10", MinOpensIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	r := s.races[first.Event.ID]
+	s.mu.Unlock()
+	eventually(t, "the bots are done", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.botsDone })
+	if r.isFinished() {
+		t.Fatal("the race finished before the opening without being stopped")
+	}
+	second, err := s.Start(t.Context(), "u1", "one", "s10", MinOpensIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the stopped race's result is saved and its event dropped", func() bool {
+		saved, deleted := st.has(first.Event.ID)
+		return saved && deleted && f.has(first.Event.ID)
+	})
+	if _, known := s.Owner(first.Event.ID); known {
+		t.Error("the superseded race is still held")
+	}
+	if _, known := s.Owner(second.Event.ID); !known {
+		t.Error("the new race is not held")
+	}
+	mustClose(t, s)
+}
+
+func TestStartIsCapped(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		opts   []Option
+		starts []string // user:scenario, all but the last succeed
+	}{
+		{"running races", []Option{WithMaxRaces(2)}, []string{"a:s10", "b:s10", "c:s10"}},
+		{"running bots", []Option{WithMaxRunningBots(60)}, []string{"a:s40", "b:s40"}},
+		{"held races", []Option{WithMaxHeld(2)}, []string{"a:s10", "b:s10", "c:s10"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := MustService(t, &memStore{saved: map[string]Record{}}, tc.opts...)
+			defer mustClose(t, s)
+			for i, us := range tc.starts {
+				user, sc, _ := strings.Cut(us, ":")
+				_, err := s.Start(t.Context(), user, user, sc, MinOpensIn)
+				if last := i == len(tc.starts)-1; last != (err != nil) {
+					t.Fatalf("start %d (%s): err %v", i, us, err)
+				}
+				if err != nil && queue.ErrorCode(err) != queue.CodeUnavailable {
+					t.Fatalf("start %d: code %q, want %q", i, queue.ErrorCode(err), queue.CodeUnavailable)
+				}
+			}
+		})
+	}
+}
+
+func TestStartAfterClose(t *testing.T) {
+	s := MustService(t, &memStore{saved: map[string]Record{}})
+	mustClose(t, s)
+	_, err := s.Start(t.Context(), "a", "a", "s10", MinOpensIn)
+	if queue.ErrorCode(err) != queue.CodeUnavailable {
+		t.Fatalf("start after Close: %v, want %s", err, queue.CodeUnavailable)
+	}
+	if n := len(s.races); n != 0 {
+		t.Errorf("%d races held after a refused start", n)
+	}
+}

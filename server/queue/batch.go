@@ -1,0 +1,256 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults for batching (WithBatching).
+const (
+	// DefaultBatchSize caps the script calls sent in one pipeline.
+	DefaultBatchSize = 64
+	// DefaultBatchInFlight caps the pipelines in flight at once.
+	DefaultBatchInFlight = 4
+	// DefaultBatchWait bounds how long a call waits for a free pipeline
+	// before it goes in an extra one.
+	DefaultBatchWait = 10 * time.Millisecond
+)
+
+// Batching configures how the engine coalesces concurrent script calls into
+// Redis pipelines. A zero Size turns batching off.
+type Batching struct {
+	// Size caps the calls per pipeline.
+	Size int
+	// InFlight caps the pipelines in flight; a call that finds them all busy
+	// queues and goes with the others queued meanwhile.
+	InFlight int
+	// Wait bounds a queued call's wait: past it the queue goes in an extra
+	// pipeline, so one stalled round trip does not hold everyone; at most
+	// 2×InFlight pipelines are in flight in all, so a stalled Redis does
+	// not pile up connections.
+	Wait time.Duration
+}
+
+// DefaultBatching is the engine's batching unless WithBatching changes it.
+var DefaultBatching = Batching{Size: DefaultBatchSize, InFlight: DefaultBatchInFlight, Wait: DefaultBatchWait}
+
+// WithBatching sets how the hot scripts (join, status, verify, leave, order)
+// are coalesced into pipelines; Batching{} sends each on its own.
+func WithBatching(b Batching) Option { return func(e *Engine) { e.batching = b } }
+
+// errBatcherClosed answers calls made after Close.
+var errBatcherClosed = errors.New("queue: engine closed")
+
+// call is one script call waiting for, or riding in, a pipeline.
+type call struct {
+	ctx    context.Context
+	script *redis.Script
+	keys   []string
+	args   []any
+	res    []any
+	err    error
+	done   chan struct{}
+}
+
+// batcher coalesces concurrent script calls into pipelines: a call goes at
+// once while fewer than InFlight pipelines are out; calls that arrive while
+// they are all out queue and go together in the next free one. Safe for
+// concurrent use.
+type batcher struct {
+	rdb redis.UniversalClient
+	cfg Batching
+
+	mu      sync.Mutex
+	queue   []*call
+	running int
+	timer   *time.Timer
+	armed   bool
+	closed  bool
+	idle    sync.Cond // signalled when running drops to 0
+}
+
+func newBatcher(rdb redis.UniversalClient, cfg Batching) *batcher {
+	if cfg.InFlight < 1 {
+		cfg.InFlight = 1
+	}
+	if cfg.Wait <= 0 {
+		cfg.Wait = DefaultBatchWait
+	}
+	b := &batcher{rdb: rdb, cfg: cfg}
+	b.idle.L = &b.mu
+	b.timer = time.AfterFunc(time.Hour, b.overdue)
+	b.timer.Stop()
+	return b
+}
+
+// do runs script s on keys and args in the next pipeline and returns its
+// reply. A cancelled ctx returns at once; the call is dropped if it has not
+// been sent yet, and its reply is discarded if it has.
+func (b *batcher) do(ctx context.Context, s *redis.Script, keys []string, args []any) ([]any, error) {
+	c := &call{ctx: ctx, script: s, keys: keys, args: args, done: make(chan struct{})}
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, errBatcherClosed
+	}
+	b.queue = append(b.queue, c)
+	var batch []*call
+	if b.running < b.cfg.InFlight {
+		batch = b.takeLocked()
+	} else {
+		b.armLocked()
+	}
+	b.mu.Unlock()
+	if batch != nil {
+		// Off the caller's goroutine, so the caller can still leave on ctx.
+		go b.exec(batch)
+	}
+	select {
+	case <-c.done:
+		return c.res, c.err
+	case <-ctx.Done():
+		select {
+		case <-c.done: // answered meanwhile: the answer wins
+			return c.res, c.err
+		default:
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// takeLocked removes up to Size queued calls, skipping those whose caller
+// has gone, and counts one more pipeline in flight. It returns nil (and
+// counts nothing) when no live call is queued.
+func (b *batcher) takeLocked() []*call {
+	n := min(len(b.queue), b.cfg.Size)
+	batch := make([]*call, 0, n)
+	for _, c := range b.queue[:n] {
+		if err := c.ctx.Err(); err != nil {
+			c.err = err
+			close(c.done)
+			continue
+		}
+		batch = append(batch, c)
+	}
+	rest := copy(b.queue, b.queue[n:])
+	clear(b.queue[rest:])
+	b.queue = b.queue[:rest]
+	b.armLocked()
+	if len(batch) == 0 {
+		return nil
+	}
+	b.running++
+	return batch
+}
+
+// armLocked keeps the overdue timer running exactly while calls are queued.
+func (b *batcher) armLocked() {
+	switch {
+	case len(b.queue) > 0 && !b.armed:
+		b.armed = true
+		b.timer.Reset(b.cfg.Wait)
+	case len(b.queue) == 0 && b.armed:
+		b.armed = false
+		b.timer.Stop()
+	}
+}
+
+// maxRunning caps the pipelines in flight, extra ones included: while Redis
+// stalls, overdue queues go one extra pipeline per InFlight at most, and
+// the rest wait for a pipeline to finish.
+func (b *batcher) maxRunning() int { return 2 * b.cfg.InFlight }
+
+// overdue sends the queue in an extra pipeline once its oldest call has
+// waited Wait for a free one, unless maxRunning are in flight already.
+func (b *batcher) overdue() {
+	b.mu.Lock()
+	b.armed = false
+	var batch []*call
+	if len(b.queue) > 0 && b.running < b.maxRunning() {
+		batch = b.takeLocked()
+	}
+	if batch == nil {
+		b.armLocked() // at the cap: look again after another Wait
+	}
+	b.mu.Unlock()
+	if batch != nil {
+		b.exec(batch)
+	}
+}
+
+// exec sends batch as one pipeline, answers every call, and hands the next
+// queued calls to a new goroutine.
+func (b *batcher) exec(batch []*call) {
+	// The pipeline serves many callers, so no one caller's cancellation may
+	// cut it short; go-redis's own timeouts bound it.
+	ctx := context.Background()
+	cmds := make([]*redis.Cmd, len(batch))
+	pipe := b.rdb.Pipeline()
+	for i, c := range batch {
+		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	// A flushed script cache: send those calls again with the script's body,
+	// which also loads it for the next EVALSHA.
+	var again redis.Pipeliner
+	for i, cmd := range cmds {
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") || errors.Is(cmd.Err(), redis.ErrNoScript) {
+			if again == nil {
+				again = b.rdb.Pipeline()
+			}
+			cmds[i] = batch[i].script.Eval(ctx, again, batch[i].keys, batch[i].args...)
+		}
+	}
+	if again != nil {
+		_, _ = again.Exec(ctx)
+	}
+	for i, c := range batch {
+		c.res, c.err = cmds[i].Slice()
+		close(c.done)
+	}
+
+	b.mu.Lock()
+	b.running--
+	var next []*call
+	if len(b.queue) > 0 && b.running < b.cfg.InFlight {
+		next = b.takeLocked()
+	}
+	if b.running == 0 {
+		b.idle.Broadcast()
+	}
+	b.mu.Unlock()
+	if next != nil {
+		go b.exec(next)
+	}
+}
+
+// close fails every queued call, refuses new ones and waits for the
+// pipelines in flight.
+func (b *batcher) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return
+	}
+	b.closed = true
+	b.timer.Stop()
+	b.armed = false
+	for _, c := range b.queue {
+		c.err = errBatcherClosed
+		close(c.done)
+	}
+	b.queue = nil
+	for b.running > 0 {
+		b.idle.Wait()
+	}
+}
+
+// hot reports whether s runs per user request, and so is worth batching.
+// Admission and event scripts run a few times a second and go on their own.
+func hot(s *redis.Script) bool {
+	return s == scriptJoin || s == scriptVerify || s == scriptLeave || s == scriptOrder
+}

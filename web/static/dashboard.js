@@ -1,0 +1,395 @@
+// rushline operator dashboard: the events list, live charts of one event
+// (#/event/{id}) from its stats stream, pause/resume, live PATCH of the
+// admission settings, recent admissions, and creating events.
+import {
+  $, api, enc, tab, friendly, el, setText, showAlert, hideAlert, fmtNum, fmtTime, eventState, chart, chartsReady,
+} from '/lib.js';
+
+const EVENTS_MS = 2000;
+const ADMISSIONS_MS = 2000;
+const MAX_STATS = 50;
+const CHART_POINTS = 900;
+
+const alertBox = $('dash-alert');
+const adminKey = () => tab.get('adminKey') || '';
+
+// ---------- admin key ----------
+
+$('d-admin-key').value = adminKey();
+$('d-key-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const v = $('d-admin-key').value.trim();
+  if (!v) {
+    showAlert(alertBox, 'Paste the admin key first.');
+    $('d-admin-key').focus();
+    return;
+  }
+  tab.set('adminKey', v);
+  showAlert(alertBox, 'Admin key saved for this tab.', 'success');
+  route();
+});
+$('d-key-clear').addEventListener('click', () => {
+  tab.del('adminKey');
+  $('d-admin-key').value = '';
+  $('d-admin-key').focus();
+});
+
+function needKey() {
+  if (adminKey()) return true;
+  showAlert(alertBox, 'This needs the admin key. Paste it into the Admin key field.');
+  $('d-admin-key').focus();
+  return false;
+}
+
+// ---------- events list ----------
+
+let events = [];
+let eventsTimer = 0;
+
+async function refreshEvents() {
+  clearTimeout(eventsTimer);
+  try {
+    // With the admin key the list includes the practice races.
+    const r = await api('GET', '/events', { admin: adminKey() });
+    const list = Array.isArray(r && r.events) ? r.events : [];
+    const shown = list.filter((ev) => $('d-show-practice').checked || !ev.practice);
+    const details = await Promise.all(shown.slice(0, MAX_STATS).map((ev) =>
+      api('GET', `/events/${enc(ev.id)}`).catch(() => ev)));
+    events = details.concat(shown.slice(MAX_STATS));
+    $('d-events-live').dataset.state = 'live';
+    setText($('d-events-live'), 'Live · every 2 s');
+    renderEvents();
+  } catch (err) {
+    $('d-events-live').dataset.state = 'stale';
+    const refused = err.code === 'UNAUTHENTICATED' || err.code === 'FORBIDDEN';
+    setText($('d-events-live'), refused ? 'Admin key refused' : 'Reconnecting…');
+  } finally {
+    eventsTimer = setTimeout(refreshEvents, EVENTS_MS);
+  }
+}
+
+$('d-show-practice').addEventListener('change', refreshEvents);
+
+const rows = new Map();
+
+function renderEvents() {
+  const tbody = $('d-events').querySelector('tbody');
+  $('d-events-empty').hidden = events.length > 0;
+  const keep = new Set();
+  for (const ev of events) {
+    keep.add(ev.id);
+    let tr = rows.get(ev.id);
+    if (!tr) {
+      const watch = el('a', { class: 'btn secondary small', href: `#/event/${enc(ev.id)}`, text: 'Watch' });
+      watch.setAttribute('aria-label', `Watch ${ev.id}`);
+      const toggle = el('button', { type: 'button', class: 'btn small', dataset: { id: ev.id, action: 'toggle' } });
+      tr = el('tr', { dataset: { id: ev.id } }, [
+        el('td', { class: 'cell-event' }, [el('span', { class: 'ev-name' }), el('span', { class: 'ev-meta' })]),
+        el('td', null, el('span', { class: 'pill' })),
+        el('td', { class: 'num' }), el('td', { class: 'num' }), el('td', { class: 'num' }),
+        el('td', { class: 'num' }), el('td', { class: 'num' }),
+        el('td', null, el('div', { class: 'row-actions' }, [watch, toggle])),
+      ]);
+      rows.set(ev.id, tr);
+    }
+    const c = tr.children;
+    setText(c[0].firstChild, ev.name || ev.id);
+    setText(c[0].lastChild, ev.practice ? `${ev.id} · practice` : ev.id);
+    const state = eventState(ev);
+    const pill = c[1].firstChild;
+    pill.dataset.state = state.key;
+    setText(pill, state.label);
+    const st = ev.stats || {};
+    setText(c[2], fmtNum(st.waiting));
+    setText(c[3], fmtNum(st.active));
+    setText(c[4], fmtNum(st.admitted_total));
+    setText(c[5], `${fmtNum(st.sold)} / ${fmtNum(ev.seats)}`);
+    setText(c[6], fmtNum(st.seats_left));
+    const toggle = c[7].firstChild.lastChild;
+    toggle.dataset.paused = String(!!ev.paused);
+    toggle.className = ev.paused ? 'btn small' : 'btn danger small';
+    setText(toggle, ev.paused ? 'Resume' : 'Pause');
+    toggle.setAttribute('aria-label', `${ev.paused ? 'Resume' : 'Pause'} ${ev.id}`);
+    tr.setAttribute('aria-current', String(ev.id === current.id));
+    tbody.append(tr);
+  }
+  for (const [id, tr] of rows) {
+    if (!keep.has(id)) {
+      tr.remove();
+      rows.delete(id);
+    }
+  }
+  if (current.id) {
+    const ev = events.find((x) => x.id === current.id);
+    if (ev) renderDetail(ev);
+  }
+}
+
+$('d-events').addEventListener('click', (e) => {
+  const b = e.target.closest('button[data-action="toggle"]');
+  if (b) setPaused(b.dataset.id, b.dataset.paused !== 'true', b);
+});
+
+async function setPaused(id, pause, button) {
+  if (!needKey()) return;
+  if (button) button.disabled = true;
+  try {
+    await api('POST', `/admin/events/${enc(id)}/${pause ? 'pause' : 'resume'}`, { admin: adminKey() });
+    showAlert(alertBox, `${id}: admission ${pause ? 'paused. Joins still queue; nobody is admitted until you resume' : 'resumed'}.`, 'success');
+    await refreshEvents();
+  } catch (err) {
+    showAlert(alertBox, friendly(err, 'admin'));
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+// ---------- one event, live ----------
+
+const current = { id: null, stop: () => {}, filled: null };
+
+function route() {
+  const m = location.hash.match(/^#\/event\/([^/]+)/);
+  const id = m ? decodeURIComponent(m[1]) : null;
+  if (id === current.id) return;
+  current.stop();
+  current.stop = () => {};
+  current.id = id;
+  current.filled = null;
+  $('d-detail').hidden = !id;
+  for (const [rid, tr] of rows) tr.setAttribute('aria-current', String(rid === id));
+  if (!id) {
+    document.title = 'rushline — operator dashboard';
+    return;
+  }
+  document.title = `rushline — ${id} (dashboard)`;
+  watch(id);
+}
+
+window.addEventListener('hashchange', route);
+
+function renderDetail(ev) {
+  setText($('d-detail-title'), ev.name ? `${ev.name} (${ev.id})` : ev.id);
+  const state = eventState(ev);
+  $('d-state').dataset.state = state.key;
+  setText($('d-state'), state.label);
+  setText($('d-policy'), `Policy ${ev.policy} · capacity ${fmtNum(ev.capacity)} · ${fmtNum(ev.admit_batch)} per ` +
+    `${fmtNum(ev.admit_interval_ms)} ms · active TTL ${fmtNum(ev.active_ttl_s)} s · ${fmtNum(ev.seats)} seats` +
+    (ev.practice ? ' · practice race' : ''));
+  $('d-pause').hidden = !!ev.paused;
+  $('d-resume').hidden = !ev.paused;
+  if (current.filled !== ev.id) {
+    current.filled = ev.id;
+    $('d-p-capacity').value = ev.capacity;
+    $('d-p-batch').value = ev.admit_batch;
+    $('d-p-interval').value = ev.admit_interval_ms;
+    $('d-p-ttl').value = ev.active_ttl_s;
+    $('d-p-policy').value = ev.policy;
+    $('d-p-max-tps').value = ev.max_tps || 0;
+    current.event = ev;
+  }
+}
+
+function renderStats(s) {
+  setText($('d-waiting'), fmtNum(s.waiting));
+  setText($('d-active'), fmtNum(s.active));
+  setText($('d-admitted'), fmtNum(s.admitted_total));
+  setText($('d-sold'), fmtNum(s.sold));
+}
+
+async function watch(id) {
+  let stopped = false;
+  const timers = {}; // the latest timer of each loop
+  const stops = [() => { stopped = true; Object.values(timers).forEach(clearTimeout); }];
+  current.stop = () => stops.forEach((f) => f());
+
+  try {
+    renderDetail(await api('GET', `/events/${enc(id)}`));
+  } catch (err) {
+    showAlert(alertBox, friendly(err, 'admin'));
+    return;
+  }
+  if (stopped) return;
+
+  const data = [[], [], [], [], []];
+  const boxQ = $('d-chart-queue');
+  const boxF = $('d-chart-flow');
+  boxQ.replaceChildren();
+  boxF.replaceChildren();
+  let uq = null;
+  let uf = null;
+  if (chartsReady()) {
+    uq = chart(boxQ, [{ label: 'Waiting' }, { label: 'Active' }], [[], [], []], { xTime: true, height: 220 });
+    uf = chart(boxF, [{ label: 'Admitted' }, { label: 'Sold' }], [[], [], []], { xTime: true, height: 220 });
+    stops.push(() => { uq.destroy(); uf.destroy(); });
+  }
+  let latest = null;
+  const add = (s) => {
+    latest = s;
+    const t = (Date.parse(s.at) || Date.now()) / 1000;
+    const last = data[0][data[0].length - 1];
+    if (last !== undefined && t <= last) return;
+    data[0].push(t);
+    data[1].push(s.waiting);
+    data[2].push(s.active);
+    data[3].push(s.admitted_total);
+    data[4].push(s.sold);
+    if (data[0].length > CHART_POINTS) data.forEach((a) => a.shift());
+    renderStats(s);
+    if (uq) uq.setData([data[0], data[1], data[2]]);
+    if (uf) uf.setData([data[0], data[3], data[4]]);
+  };
+
+  // A quiet stream still moves the time axis on: repeat the last figures each second.
+  const hold = () => {
+    if (stopped) return;
+    if (latest && Date.now() / 1000 - data[0][data[0].length - 1] > 1.5) {
+      add(Object.assign({}, latest, { at: new Date().toISOString() }));
+    }
+    timers.hold = setTimeout(hold, 1000);
+  };
+  hold();
+
+  // The public stats stream; when it is missing, poll the event instead.
+  let streamed = false;
+  const es = new EventSource(`/api/v1/events/${enc(id)}/stats/stream`);
+  stops.push(() => es.close());
+  es.addEventListener('stats', (e) => {
+    streamed = true;
+    try { add(JSON.parse(e.data)); } catch (_) { /* a bad message is skipped */ }
+  });
+  es.onerror = () => {
+    if (streamed || stopped) return;
+    es.close();
+    const poll = async () => {
+      if (stopped) return;
+      try {
+        const ev = await api('GET', `/events/${enc(id)}`);
+        add(Object.assign({ at: new Date().toISOString() }, ev.stats || {}));
+      } catch (_) { /* the events list shows connection trouble */ }
+      timers.poll = setTimeout(poll, 1000);
+    };
+    poll();
+  };
+
+  const admissions = async () => {
+    if (stopped) return;
+    const tbody = $('d-admissions').querySelector('tbody');
+    if (adminKey()) {
+      try {
+        const r = await api('GET', `/admin/events/${enc(id)}/admissions?limit=50`, { admin: adminKey() });
+        const list = Array.isArray(r && r.admissions) ? r.admissions : [];
+        $('d-admissions-empty').hidden = list.length > 0;
+        tbody.replaceChildren(...list.map((a) => el('tr', null, [
+          el('td', { class: 'num', text: fmtNum(a.admission_no) }),
+          el('td', { class: 'mono', text: a.user_id }),
+          el('td', { text: a.user_type }),
+          el('td', { class: 'num', text: fmtNum(a.seq) }),
+          el('td', { text: fmtTime(a.admitted_at) }),
+        ])));
+      } catch (err) {
+        $('d-admissions-empty').hidden = false;
+        setText($('d-admissions-empty'), friendly(err, 'admin'));
+      }
+    } else {
+      tbody.replaceChildren();
+      $('d-admissions-empty').hidden = false;
+      setText($('d-admissions-empty'), 'The admissions need the admin key.');
+    }
+    if (!stopped) timers.admissions = setTimeout(admissions, ADMISSIONS_MS);
+  };
+  admissions();
+}
+
+$('d-pause').addEventListener('click', (e) => setPaused(current.id, true, e.currentTarget));
+$('d-resume').addEventListener('click', (e) => setPaused(current.id, false, e.currentTarget));
+
+$('d-patch-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  if (!current.id || !needKey()) return;
+  const ev = current.event || {};
+  const body = {};
+  const nums = [['capacity', 'd-p-capacity'], ['admit_batch', 'd-p-batch'], ['admit_interval_ms', 'd-p-interval'],
+    ['active_ttl_s', 'd-p-ttl'], ['max_tps', 'd-p-max-tps']];
+  for (const [field, id] of nums) {
+    const raw = $(id).value.trim();
+    if (raw === '') continue;
+    const n = Number(raw);
+    if (!Number.isInteger(n)) {
+      showAlert(alertBox, `${$(id).labels[0].textContent} must be a whole number.`);
+      $(id).focus();
+      return;
+    }
+    if (n !== ev[field]) body[field] = n;
+  }
+  if ($('d-p-policy').value !== ev.policy) body.policy = $('d-p-policy').value;
+  if (!Object.keys(body).length) {
+    showAlert(alertBox, 'Nothing to change: the fields match the event.', 'info');
+    return;
+  }
+  $('d-patch').disabled = true;
+  try {
+    const updated = await api('PATCH', `/admin/events/${enc(current.id)}`, { admin: adminKey(), body });
+    current.filled = null;
+    renderDetail(updated);
+    showAlert(alertBox, `${current.id}: changed ${Object.keys(body).join(', ')}. It applies at the next tick.`, 'success');
+  } catch (err) {
+    showAlert(alertBox, friendly(err, 'admin'));
+  } finally {
+    $('d-patch').disabled = false;
+  }
+});
+
+// ---------- create ----------
+
+function localToISO(v) {
+  if (!v) return undefined;
+  const d = new Date(v);
+  return isNaN(d) ? null : d.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+$('d-create-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  if (!needKey()) return;
+  const id = $('d-id').value.trim();
+  if (!/^[a-z0-9-]{1,64}$/.test(id)) {
+    showAlert(alertBox, 'The id must be 1 to 64 of a–z, 0–9 and -.');
+    $('d-id').focus();
+    return;
+  }
+  const body = { id, name: $('d-name').value.trim() || id, policy: $('d-policy-in').value };
+  for (const [field, inputId] of [['seats', 'd-seats'], ['capacity', 'd-capacity'], ['admit_batch', 'd-batch'],
+    ['admit_interval_ms', 'd-interval'], ['active_ttl_s', 'd-ttl'], ['max_tps', 'd-max-tps']]) {
+    const n = Number($(inputId).value);
+    if ($(inputId).value.trim() === '' || !Number.isInteger(n)) {
+      showAlert(alertBox, `${$(inputId).labels[0].textContent} must be a whole number.`);
+      $(inputId).focus();
+      return;
+    }
+    body[field] = n;
+  }
+  for (const [field, inputId] of [['opens_at', 'd-opens'], ['closes_at', 'd-closes']]) {
+    const v = localToISO($(inputId).value);
+    if (v === null) {
+      showAlert(alertBox, `${$(inputId).labels[0].textContent} is not a valid date and time.`);
+      $(inputId).focus();
+      return;
+    }
+    if (v) body[field] = v;
+  }
+  $('d-create').disabled = true;
+  try {
+    const ev = await api('POST', '/admin/events', { admin: adminKey(), body });
+    showAlert(alertBox, `Event ${ev.id} created.`, 'success');
+    await refreshEvents();
+    location.hash = `#/event/${enc(ev.id)}`;
+  } catch (err) {
+    showAlert(alertBox, friendly(err, 'admin'));
+  } finally {
+    $('d-create').disabled = false;
+  }
+});
+
+hideAlert(alertBox);
+refreshEvents();
+route();

@@ -1,0 +1,821 @@
+// rushline practice arena: nickname → scenario → countdown → join → waiting
+// (SSE) → seats → result, as hash routes so a reload keeps the page:
+//   #/  #/race/{id}  #/race/{id}/wait  #/race/{id}/seats  #/race/{id}/result  #/history
+import {
+  $, api, enc, local, friendly, notActiveText, clock, el, setText, showAlert, hideAlert,
+  fmtNum, fmtSec, ordinal, plural, fmtClock, fmtEta, fmtTime, chart, chartsReady,
+} from '/lib.js';
+
+const LIVE_MS = 1000;
+const SEATS_MS = 1000;
+const RESULT_RETRY_MS = 1500;
+const CHART_POINTS = 600;
+const MAX_RACES = 20;
+
+const alertBox = $('practice-alert');
+
+// ---------- session and races (localStorage) ----------
+
+function session() {
+  const s = local.get('practice.session');
+  if (!s || !s.access_token) return null;
+  if (s.expires_at && Date.parse(s.expires_at) <= Date.now()) {
+    local.del('practice.session');
+    return null;
+  }
+  return s;
+}
+
+const bearer = () => (session() || {}).access_token;
+
+// race returns what this browser knows of a practice race.
+function race(id) {
+  return (local.get('practice.races') || {})[id] || { id };
+}
+
+function saveRace(r) {
+  const all = local.get('practice.races') || {};
+  all[r.id] = Object.assign({}, all[r.id], r, { saved: Date.now() });
+  const ids = Object.keys(all).sort((a, b) => all[b].saved - all[a].saved);
+  for (const id of ids.slice(MAX_RACES)) delete all[id];
+  local.set('practice.races', all);
+  return all[r.id];
+}
+
+// ---------- routing ----------
+
+let cleanups = [];
+let routeGen = 0;
+
+function onLeave(fn) { cleanups.push(fn); }
+
+// still says whether the view that called it is still shown: views await
+// the network, and a route change meanwhile must not wake them up.
+function still() {
+  const g = routeGen;
+  return () => g === routeGen;
+}
+
+function go(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+function route() {
+  for (const fn of cleanups) fn();
+  cleanups = [];
+  routeGen++;
+  hideAlert(alertBox);
+  const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
+  for (const v of document.querySelectorAll('.view')) v.hidden = true;
+  if (parts[0] === 'race' && parts[1]) {
+    if (!session()) {
+      showAlert(alertBox, 'Pick a nickname first: races belong to a session kept in this browser.', 'info');
+      return showStart();
+    }
+    const id = parts[1];
+    switch (parts[2]) {
+      case 'wait': return showWait(id);
+      case 'seats': return showSeats(id);
+      case 'result': return showResult(id);
+      default: return showCountdown(id);
+    }
+  }
+  if (parts[0] === 'history') return showBoard(null, true);
+  return showStart();
+}
+
+window.addEventListener('hashchange', route);
+
+function show(id, title) {
+  const v = $(id);
+  v.hidden = false;
+  document.title = `rushline — ${title}`;
+  return v;
+}
+
+function focusHeading(view) {
+  const h = view.querySelector('h1');
+  if (h) {
+    h.setAttribute('tabindex', '-1');
+    h.focus({ preventScroll: true });
+  }
+}
+
+// every runs fn now and then each ms until the view is left.
+function every(ms, fn) {
+  let stopped = false;
+  let timer = 0;
+  const tick = async () => {
+    if (stopped) return;
+    try { await fn(); } finally { if (!stopped) timer = setTimeout(tick, ms); }
+  };
+  onLeave(() => { stopped = true; clearTimeout(timer); });
+  tick();
+}
+
+// ---------- 1. nickname and scenario ----------
+
+let scenarios = [];
+
+function renderWho() {
+  const s = session();
+  $('who').hidden = !s;
+  if (s) setText($('who'), `Racing as ${s.nickname}`);
+  $('nick-form').hidden = !!s;
+  $('p-nickname-hint').hidden = !!s;
+  $('p-signed-in').hidden = !s;
+  if (s) setText($('p-name'), s.nickname);
+  $('p-create').disabled = !s || !scenarios.length;
+}
+
+async function loadScenarios() {
+  if (scenarios.length) return scenarios;
+  const r = await api('GET', '/practice/scenarios');
+  // Races made for practice first, then the rest from small to large.
+  const rank = (x) => (String(x.name).startsWith('practice') ? 0 : 1);
+  scenarios = (Array.isArray(r && r.scenarios) ? r.scenarios : [])
+    .sort((a, b) => rank(a) - rank(b) || a.bots - b.bots || String(a.name).localeCompare(b.name));
+  return scenarios;
+}
+
+async function showStart() {
+  const v = show('view-start', 'practice arena');
+  renderWho();
+  const box = $('scenario-list');
+  const shown = still();
+  try {
+    await loadScenarios();
+  } catch (err) {
+    box.replaceChildren(el('p', { class: 'hint', text: friendly(err) }));
+    return;
+  }
+  if (!shown()) return;
+  // The default is the big race against 2,000 bots, as the arena promises.
+  const chosen = local.get('practice.scenario') ||
+    (scenarios.find((s) => s.name === 'practice-2k') || scenarios.find((s) => s.name === 'practice-small') || scenarios[0] || {}).name;
+  if (!box.querySelector('input')) {
+    box.replaceChildren(...scenarios.map((s, i) => {
+      const id = `scn-${i}`;
+      return el('div', { class: 'scenario' }, [
+        el('input', { type: 'radio', name: 'scenario', id, value: s.name, checked: s.name === chosen }),
+        el('label', { for: id }, [
+          el('span', { class: 'scn-name', text: s.name }),
+          el('span', { class: 'scn-desc', text: s.description || '' }),
+          el('span', { class: 'scn-meta', text: `${plural(s.bots, 'bot')} · ${plural(s.seats, 'seat')} · opens in ${s.opens_in_s} s` }),
+        ]),
+      ]);
+    }));
+    if (!scenarios.length) box.replaceChildren(el('p', { class: 'hint', text: 'The server offers no practice scenarios.' }));
+  }
+  renderWho();
+  if (!session()) $('p-nickname').focus();
+  else focusHeading(v);
+}
+
+$('nick-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const nickname = $('p-nickname').value.trim();
+  if (!nickname || [...nickname].length > 32) {
+    showAlert(alertBox, 'Pick a nickname of 1 to 32 characters.');
+    $('p-nickname').focus();
+    return;
+  }
+  $('p-start').disabled = true;
+  try {
+    const s = await api('POST', '/sessions', { body: { nickname } });
+    local.set('practice.session', s);
+    hideAlert(alertBox);
+    renderWho();
+    const first = document.querySelector('#scenario-list input:checked') || document.querySelector('#scenario-list input');
+    if (first) first.focus();
+  } catch (err) {
+    showAlert(alertBox, friendly(err));
+  } finally {
+    $('p-start').disabled = false;
+  }
+});
+
+$('p-sign-out').addEventListener('click', () => {
+  local.del('practice.session');
+  renderWho();
+  $('p-nickname').focus();
+});
+
+$('race-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const picked = document.querySelector('#scenario-list input:checked');
+  if (!picked) {
+    showAlert(alertBox, 'Pick a scenario first.');
+    return;
+  }
+  const body = { scenario: picked.value };
+  const raw = $('p-opens-in').value.trim();
+  if (raw) {
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 3 || n > 120) {
+      showAlert(alertBox, 'The countdown must be a whole number of seconds from 3 to 120.');
+      $('p-opens-in').focus();
+      return;
+    }
+    body.opens_in_s = n;
+  }
+  local.set('practice.scenario', picked.value);
+  $('p-create').disabled = true;
+  try {
+    const r = await api('POST', '/practice', { bearer: bearer(), body });
+    const ev = r.event || {};
+    saveRace({
+      id: ev.id, scenario: r.scenario || picked.value, opens_at: r.opens_at || ev.opens_at,
+      bots: r.bots, seats: r.seats != null ? r.seats : ev.seats, token: null,
+    });
+    go(`#/race/${enc(ev.id)}`);
+  } catch (err) {
+    if (err.code === 'UNAUTHENTICATED') local.del('practice.session');
+    showAlert(alertBox, friendly(err));
+    renderWho();
+  }
+});
+
+// ---------- 2. countdown ----------
+
+// loadRace fills in opens_at and seats from the server when this browser
+// lost them (another tab, cleared storage).
+async function loadRace(id) {
+  let r = race(id);
+  if (!r.opens_at || r.seats == null) {
+    const ev = await api('GET', `/events/${enc(id)}`);
+    r = saveRace({ id, opens_at: r.opens_at || ev.opens_at, seats: r.seats != null ? r.seats : ev.seats });
+  }
+  return r;
+}
+
+async function showCountdown(id) {
+  const v = show('view-countdown', 'countdown');
+  const shown = still();
+  let r;
+  try {
+    r = await loadRace(id);
+  } catch (err) {
+    showAlert(alertBox, friendly(err));
+    return;
+  }
+  if (!shown()) return;
+  if (r.token) return go(`#/race/${enc(id)}/wait`);
+  setText($('cd-scenario'), r.scenario ? `Scenario ${r.scenario}` : 'Practice race');
+  $('cd-skip').setAttribute('href', `#/race/${enc(id)}/result`);
+  setText($('cd-title'), 'The drop opens in');
+  setText($('cd-status'), 'Synchronising with the server clock…');
+  setText($('cd-bots'), fmtNum(r.bots));
+  setText($('cd-seats'), fmtNum(r.seats));
+  setText($('cd-opens'), fmtTime(r.opens_at));
+  const btn = $('join-btn');
+  const opensAt = Date.parse(r.opens_at);
+  let open = false;
+  let joining = false;
+  let raf = 0;
+  btn.setAttribute('aria-disabled', 'true');
+  btn.dataset.state = 'waiting';
+  setText(btn, 'Wait for it…');
+  btn.focus();
+
+  await clock.sync(5);
+  if (!shown()) return;
+  setText($('cd-offset'), clock.synced ? `${Math.round(clock.offset)} ms (±${Math.round(clock.rtt / 2)})` : 'unknown');
+  setText($('cd-status'), clock.synced ? 'Clock synchronised. Get ready.' : 'Could not read the server clock; using this device\'s.');
+
+  let lastSpoken = -1;
+  let quietUntil = 0; // an early press's message stays up a moment
+  const frame = () => {
+    const left = opensAt - clock.now();
+    if (left <= 0) {
+      if (!open) {
+        open = true;
+        btn.setAttribute('aria-disabled', 'false');
+        btn.dataset.state = 'open';
+        setText(btn, 'Join now!');
+        setText($('cd-clock'), 'GO');
+        setText($('cd-title'), 'The drop is open');
+        setText($('cd-status'), 'Open! Join now.');
+      }
+      return;
+    }
+    const s = Math.ceil(left / 1000);
+    setText($('cd-clock'), left < 10000 ? (left / 1000).toFixed(1) : fmtClock(left));
+    // Announce whole seconds to screen readers near the end, not every frame.
+    if (s !== lastSpoken && (s <= 5 || s % 10 === 0) && Date.now() >= quietUntil) {
+      lastSpoken = s;
+      setText($('cd-status'), `Opens in ${plural(s, 'second')}.`);
+    }
+    raf = requestAnimationFrame(frame);
+  };
+  frame();
+  // requestAnimationFrame stops in a background tab; the timer still opens the button.
+  const timer = setInterval(frame, 250);
+  onLeave(() => { cancelAnimationFrame(raf); clearInterval(timer); });
+
+  const join = async () => {
+    if (joining) return;
+    if (!open) {
+      quietUntil = Date.now() + 1500;
+      setText($('cd-status'), 'Not yet! Wait for the countdown to end.');
+      return;
+    }
+    joining = true;
+    btn.setAttribute('aria-disabled', 'true');
+    setText(btn, 'Joining…');
+    try {
+      const q = await api('POST', `/events/${enc(id)}/queue`, { bearer: bearer(), body: { user_type: 'ACTUAL' } });
+      saveRace({ id, token: q.token, first_position: q.position || null, pass: q.pass || null, expires_at: q.expires_at || null });
+      go(`#/race/${enc(id)}/${q.status === 'ACTIVE' ? 'seats' : 'wait'}`);
+    } catch (err) {
+      joining = false;
+      if (err.code === 'EVENT_NOT_OPEN') {
+        // The server's clock says not yet: resync and let the person press again.
+        open = false;
+        btn.dataset.state = 'waiting';
+        clock.rtt = Infinity;
+        clock.sync(3).then(frame);
+      } else {
+        btn.setAttribute('aria-disabled', 'false');
+        setText(btn, 'Join now!');
+      }
+      showAlert(alertBox, friendly(err));
+    }
+  };
+  btn.onclick = join;
+  onLeave(() => { btn.onclick = null; });
+  focusHeading(v);
+  btn.focus();
+}
+
+// ---------- 3. waiting ----------
+
+async function showWait(id) {
+  const v = show('view-wait', 'in line');
+  const r = race(id);
+  if (!r.token) return go(`#/race/${enc(id)}`);
+  const st = { position: r.first_position || null, first: r.first_position || null, waiting: null, eta: null,
+    aheadPeople: null, done: false };
+  const series = [[], [], []];
+  let u = null;
+  if (chartsReady()) {
+    u = chart($('w-chart'), [{ label: 'Waiting', spanGaps: true }, { label: 'Your place', spanGaps: true }],
+      series, { height: 220, xLabel: 'seconds in line', yLabel: 'people' });
+  }
+
+  const render = () => {
+    if (st.position != null) {
+      setText($('w-position'), ordinal(st.position));
+      setText($('w-headline'), st.position === 1
+        ? 'You are next in line.'
+        : `You are ${ordinal(st.position)} in line, ${fmtEta(st.eta)} to go.`);
+      const pct = st.first > 1 ? Math.round(100 * (st.first - st.position) / (st.first - 1)) : 0;
+      $('w-progress').value = Math.max(0, Math.min(100, pct));
+      setText($('w-progress'), `${pct}%`);
+    }
+    // The stream's place is fresher than the once-a-second live figures: split
+    // it into people (from the live figures) and bots, so the two add up.
+    if (st.position != null && st.aheadPeople != null) {
+      const people = Math.min(st.aheadPeople, st.position - 1);
+      setText($('w-ahead-people'), fmtNum(people));
+      setText($('w-ahead-bots'), fmtNum(st.position - 1 - people));
+    }
+    setText($('w-eta'), fmtEta(st.eta));
+    if (st.waiting != null) setText($('w-waiting'), fmtNum(st.waiting));
+  };
+  render();
+
+  const since = Date.now();
+  const sample = () => {
+    const t = Math.round((Date.now() - since) / 100) / 10;
+    series[0].push(t);
+    series[1].push(st.waiting);
+    series[2].push(st.position);
+    if (series[0].length > CHART_POINTS) series.forEach((s) => s.shift());
+    if (u) u.setData(series);
+  };
+  sample();
+  const sampler = setInterval(sample, 1000);
+  onLeave(() => clearInterval(sampler));
+
+  onLeave(() => { st.done = true; });
+  const finish = (path, note) => {
+    if (st.done) return;
+    st.done = true;
+    if (note) showAlert(alertBox, note, 'info');
+    go(`#/race/${enc(id)}/${path}`);
+  };
+
+  // The queue stream: position updates, then admitted / expired / closed.
+  const es = new EventSource(`/api/v1/events/${enc(id)}/queue/${enc(r.token)}/stream`);
+  onLeave(() => es.close());
+  const data = (e) => { try { return JSON.parse(e.data); } catch (_) { return {}; } };
+  es.addEventListener('position', (e) => {
+    const d = data(e);
+    if (typeof d.position === 'number') {
+      st.position = d.position;
+      if (st.first == null || d.position > st.first) {
+        st.first = d.position;
+        saveRace({ id, first_position: d.position });
+      }
+    }
+    if (typeof d.waiting === 'number') st.waiting = d.waiting;
+    if (typeof d.eta_s === 'number') st.eta = d.eta_s;
+    $('w-conn').dataset.state = 'live';
+    setText($('w-conn'), 'Live');
+    render();
+  });
+  es.addEventListener('admitted', (e) => {
+    const d = data(e);
+    saveRace({ id, pass: d.pass || null, expires_at: d.expires_at || null });
+    es.close();
+    finish('seats');
+  });
+  es.addEventListener('expired', () => { es.close(); finish('result', 'Your turn to buy ran out.'); });
+  es.addEventListener('closed', (e) => {
+    es.close();
+    const s = data(e).status;
+    finish('result', s ? notActiveText(s) : 'Your place in line was closed.');
+  });
+  es.onerror = () => {
+    if (st.done) return;
+    $('w-conn').dataset.state = 'stale';
+    setText($('w-conn'), 'Reconnecting…');
+  };
+
+  // The live figures, about once a second: who is ahead, bots and people apart.
+  every(LIVE_MS, async () => {
+    try {
+      const l = await api('GET', `/practice/${enc(id)}/live`, { bearer: bearer() });
+      if (typeof l.ahead_people === 'number') st.aheadPeople = l.ahead_people;
+      setText($('w-active'), fmtNum(l.active));
+      setText($('w-sold'), `${fmtNum(l.sold)} of ${fmtNum(l.seats)}`);
+      setText($('w-seats-left'), fmtNum(l.seats_left));
+      if (typeof l.waiting === 'number') st.waiting = l.waiting;
+      render();
+    } catch (err) {
+      if (err.code !== 'NETWORK') showAlert(alertBox, friendly(err));
+    }
+  });
+  // A stream that never says so still ends: the token's status is the truth.
+  every(5000, async () => {
+    try {
+      const q = await api('GET', `/events/${enc(id)}/queue/${enc(r.token)}`);
+      if (q.status === 'ACTIVE') {
+        saveRace({ id, pass: q.pass || null, expires_at: q.expires_at || null });
+        finish('seats');
+      } else if (q.status !== 'WAITING') {
+        finish('result', notActiveText(q.status));
+      }
+    } catch (_) { /* the stream and live figures show connection trouble */ }
+  });
+  focusHeading(v);
+}
+
+// ---------- 4. seats ----------
+
+async function showSeats(id) {
+  const v = show('view-seats', 'pick a seat');
+  const r = race(id);
+  if (!r.token) return go(`#/race/${enc(id)}`);
+  $('s-skip').setAttribute('href', `#/race/${enc(id)}/result`);
+  const map = $('s-map');
+  map.replaceChildren();
+  setText($('s-note'), '');
+  let buttons = new Map();
+  let busy = false;
+  let over = false;
+  let expiresAt = Date.parse(r.expires_at);
+  let ttl = Math.max(1, (expiresAt - clock.now()) || 1);
+
+  onLeave(() => { over = true; });
+  const end = (note, kind) => {
+    if (over) return;
+    over = true;
+    showAlert(alertBox, note, kind || 'info');
+    const here = still();
+    setTimeout(() => { if (here()) go(`#/race/${enc(id)}/result`); }, 1200);
+  };
+
+  const tick = () => {
+    if (isNaN(expiresAt)) return;
+    const left = expiresAt - clock.now();
+    setText($('s-time'), fmtClock(left));
+    $('s-bar').style.width = `${Math.max(0, Math.min(100, 100 * left / ttl))}%`;
+    $('s-countdown').dataset.urgent = String(left < 10000);
+    if (left <= 0 && !busy) end('Your time to buy ran out.', 'warn');
+  };
+  const timer = setInterval(tick, 250);
+  onLeave(() => clearInterval(timer));
+  tick();
+
+  const draw = (seats) => {
+    const rows = new Map();
+    for (const s of seats) {
+      const row = String(s.id).split('-')[0];
+      if (!rows.has(row)) rows.set(row, []);
+      rows.get(row).push(s);
+    }
+    const width = Math.max(1, ...[...rows.values()].map((x) => x.length));
+    map.style.setProperty('--cols', String(width));
+    if (width > 16) map.dataset.dense = 'true';
+    const frag = document.createDocumentFragment();
+    buttons = new Map();
+    for (const [name, list] of rows) {
+      frag.append(el('span', { class: 'row-label', 'aria-hidden': 'true', text: name }));
+      for (const s of list) {
+        const b = el('button', { type: 'button', class: 'seat', dataset: { seat: s.id },
+          text: String(s.id).split('-').slice(1).join('-') || s.id });
+        buttons.set(s.id, b);
+        frag.append(b);
+      }
+      for (let i = list.length; i < width; i++) frag.append(el('span', { 'aria-hidden': 'true' }));
+    }
+    map.replaceChildren(frag);
+  };
+
+  const update = (seats) => {
+    if (buttons.size !== seats.length) draw(seats);
+    let free = 0;
+    for (const s of seats) {
+      const b = buttons.get(s.id);
+      if (!s.taken) free++;
+      if (!b || b.getAttribute('aria-busy') === 'true') continue;
+      if (b.disabled !== !!s.taken) {
+        if (s.taken && document.activeElement === b) {
+          const next = [...buttons.values()].find((x) => !x.disabled && x !== b);
+          if (next) next.focus();
+        }
+        b.disabled = !!s.taken;
+      }
+      b.setAttribute('aria-label', `Seat ${s.id}${s.taken ? ', taken' : ''}`);
+    }
+    setText($('s-count'), `· ${fmtNum(free)} of ${fmtNum(seats.length)} free`);
+    if (!free && seats.length) end('Sold out: every seat is gone.', 'warn');
+  };
+
+  const refresh = async () => {
+    if (over) return;
+    try {
+      const s = await api('GET', `/events/${enc(id)}/seats`, { headers: { 'X-Queue-Token': r.token } });
+      if (over) return;
+      update(Array.isArray(s && s.seats) ? s.seats : []);
+    } catch (err) {
+      if (over) return;
+      if (err.code === 'NOT_ACTIVE' && err.status === 'WAITING') return go(`#/race/${enc(id)}/wait`);
+      if (err.code === 'NOT_ACTIVE') return end(notActiveText(err.status), 'warn');
+      setText($('s-note'), friendly(err));
+    }
+  };
+
+  // Without expires_at (a reload), the token's status gives it.
+  const shown = still();
+  if (isNaN(expiresAt)) {
+    try {
+      const q = await api('GET', `/events/${enc(id)}/queue/${enc(r.token)}`);
+      if (q.status === 'WAITING') return go(`#/race/${enc(id)}/wait`);
+      if (q.status !== 'ACTIVE') return end(notActiveText(q.status), 'warn');
+      expiresAt = Date.parse(q.expires_at);
+      ttl = Math.max(1, (expiresAt - clock.now()) || 1);
+      saveRace({ id, expires_at: q.expires_at });
+    } catch (err) {
+      showAlert(alertBox, friendly(err));
+    }
+    if (!shown()) return;
+  }
+
+  map.onclick = async (e) => {
+    const b = e.target.closest('button.seat');
+    if (!b || b.disabled || busy || over) return;
+    busy = true;
+    b.setAttribute('aria-busy', 'true');
+    map.dataset.busy = 'true';
+    setText($('s-note'), `Buying seat ${b.dataset.seat}…`);
+    try {
+      const o = await api('POST', `/events/${enc(id)}/orders`, { bearer: bearer(), body: { token: r.token, seat: b.dataset.seat } });
+      saveRace({ id, seat: o.seat });
+      setText($('s-note'), `Seat ${o.seat} is yours!`);
+      end(`You got seat ${o.seat}! Now let's see how you did against the bots.`, 'success');
+    } catch (err) {
+      setText($('s-note'), friendly(err));
+      if (err.code === 'SEAT_TAKEN') {
+        b.disabled = true;
+        await refresh();
+      } else if (err.code === 'SOLD_OUT' || err.code === 'NOT_ACTIVE') {
+        end(friendly(err), 'warn');
+      }
+    } finally {
+      busy = false;
+      b.removeAttribute('aria-busy');
+      delete map.dataset.busy;
+    }
+  };
+  onLeave(() => { map.onclick = null; });
+  every(SEATS_MS, refresh);
+  focusHeading(v);
+}
+
+// ---------- 5. result ----------
+
+const OUTCOMES = {
+  bought: 'Bought a seat',
+  sold_out: 'Sold out',
+  expired: 'Time ran out',
+  left: 'Left the line',
+  not_joined: 'Did not join',
+  waiting_when_closed: 'Still waiting at the close',
+  outbid: 'Outbid',
+  abandoned: 'Gave up waiting',
+};
+const outcomeText = (o) => OUTCOMES[o] || String(o || '—').replace(/_/g, ' ');
+
+async function showResult(id) {
+  const v = show('view-result', 'your result');
+  $('r-body').hidden = true;
+  setText($('r-wait'), 'Loading the result…');
+  focusHeading(v);
+  let done = false;
+  onLeave(() => { done = true; });
+  every(RESULT_RETRY_MS, async () => {
+    if (done) return;
+    try {
+      const res = await api('GET', `/practice/${enc(id)}/result`, { bearer: bearer() });
+      if (done) return;
+      done = true;
+      renderResult(res);
+      showBoard(res.scenario, false);
+    } catch (err) {
+      if (done) return;
+      if (err.code === 'RACE_NOT_FINISHED') {
+        setText($('r-wait'), 'Waiting for the bots to finish the race… the result comes up by itself.');
+        return;
+      }
+      if (err.code !== 'NETWORK' && err.code !== 'RATE_LIMITED' && err.code !== 'UNAVAILABLE') done = true;
+      setText($('r-wait'), friendly(err));
+    }
+  });
+}
+
+function renderResult(res) {
+  const you = res.you || {};
+  const bots = res.bot_stats || {};
+  setText($('r-scenario'), `Scenario ${res.scenario} · ${plural(res.bots, 'bot')} · ${plural(res.seats, 'seat')}`);
+  setText($('r-wait'), '');
+  $('r-body').hidden = false;
+  let headline;
+  if (!you.joined) {
+    headline = 'You did not join this race. The bots sold ' + plural(res.sold, 'seat') + ' without you.';
+  } else {
+    const faster = you.bots_ahead || 0;
+    headline = `You were ${ordinal(you.join_rank)}; ${plural(faster, 'bot was', 'bots were')} faster; ` +
+      `your reaction time was ${fmtSec(you.reaction_ms)}, better than ${you.reaction_percentile}% of the bots.`;
+    if (you.people_ahead) headline += ` ${plural(you.people_ahead, 'person was', 'people were')} faster too.`;
+    headline += you.seat ? ` You got seat ${you.seat}.` : ` ${outcomeText(you.outcome)}.`;
+  }
+  setText($('r-headline'), headline);
+  setText($('r-reaction'), you.joined ? fmtSec(you.reaction_ms) : '—');
+  setText($('r-rank'), you.joined ? ordinal(you.join_rank) : '—');
+  setText($('r-bots-ahead'), you.joined ? fmtNum(you.bots_ahead) : '—');
+  setText($('r-outcome'), outcomeText(you.outcome));
+  setText($('r-waited'), you.joined && typeof you.wait_ms === 'number' ? fmtSec(you.wait_ms) : '—');
+  setText($('r-seat'), you.seat || '—');
+  setText($('r-sold'), `${fmtNum(res.sold)} of ${fmtNum(res.seats)}`);
+  setText($('r-bot-median'), fmtSec(bots.reaction_ms && bots.reaction_ms.p50));
+
+  const tbody = $('r-outcomes').querySelector('tbody');
+  tbody.replaceChildren(...Object.entries(bots.outcomes || {}).sort((a, b) => b[1] - a[1]).map(([k, n]) =>
+    el('tr', null, [el('td', { text: outcomeText(k) }), el('td', { class: 'num', text: fmtNum(n) })])));
+
+  // The bots' reaction times as a cumulative curve, with yours as a point.
+  const box = $('r-chart');
+  box.replaceChildren();
+  const samples = (bots.reaction_samples_ms || []).filter((x) => typeof x === 'number').sort((a, b) => a - b);
+  if (!chartsReady() || !samples.length) {
+    box.append(el('p', { class: 'hint', text: 'No bot reaction times to chart.' }));
+    return;
+  }
+  const xs = samples.map((x) => x / 1000);
+  const cdf = samples.map((_, i) => Math.round(1000 * (i + 1) / samples.length) / 10);
+  const mine = xs.map(() => null);
+  if (you.joined && typeof you.reaction_ms === 'number') {
+    const x = you.reaction_ms / 1000;
+    let at = xs.findIndex((v) => v >= x);
+    if (at < 0) at = xs.length;
+    xs.splice(at, 0, x);
+    cdf.splice(at, 0, at > 0 ? cdf[at - 1] : 0);
+    mine.splice(at, 0, 100 - (you.reaction_percentile || 0));
+  }
+  chart(box, [{ label: 'Bots at least this fast (%)' }, { label: 'You', points: true, size: 14 }],
+    [xs, cdf, mine], { height: 240, xLabel: 'reaction (s)', yLabel: '% of bots' });
+  box.setAttribute('aria-label', `Chart of the bots' reaction times: median ${fmtSec(bots.reaction_ms && bots.reaction_ms.p50)}` +
+    (you.joined ? `; yours ${fmtSec(you.reaction_ms)}, better than ${you.reaction_percentile}% of the bots` : ''));
+}
+
+$('r-again').addEventListener('click', () => go('#/'));
+
+// ---------- history and leaderboard ----------
+
+let boardScenario = null;
+
+async function showBoard(scenario, alone) {
+  const v = $('view-board');
+  v.hidden = false;
+  if (alone) {
+    document.title = 'rushline — my races';
+    if (!session()) showAlert(alertBox, 'Pick a nickname and race once to start your history.', 'info');
+  }
+  const shown = still();
+  try {
+    await loadScenarios();
+  } catch (err) {
+    showAlert(alertBox, friendly(err));
+  }
+  if (!shown()) return;
+  const sel = $('lb-scenario');
+  if (sel.options.length !== scenarios.length) {
+    sel.replaceChildren(...scenarios.map((s) => el('option', { value: s.name, text: s.name })));
+  }
+  boardScenario = scenario || boardScenario || local.get('practice.scenario') || (scenarios[0] || {}).name;
+  if (boardScenario) sel.value = boardScenario;
+  await Promise.all([loadHistory(), loadLeaderboard()]);
+  if (alone) focusHeading(v);
+}
+
+$('lb-scenario').addEventListener('change', () => {
+  boardScenario = $('lb-scenario').value;
+  loadLeaderboard();
+});
+
+let historyChart = null;
+
+async function loadHistory() {
+  const tbody = $('h-table').querySelector('tbody');
+  if (!session()) {
+    tbody.replaceChildren();
+    $('h-empty').hidden = false;
+    return;
+  }
+  let races = [];
+  try {
+    const r = await api('GET', '/practice/history', { bearer: bearer() });
+    races = Array.isArray(r && r.races) ? r.races : [];
+  } catch (err) {
+    showAlert(alertBox, friendly(err));
+    return;
+  }
+  $('h-empty').hidden = races.length > 0;
+  tbody.replaceChildren(...races.map((x) => el('tr', null, [
+    el('td', null, el('a', { href: `#/race/${enc(x.event)}/result`, text: fmtTime(x.at) })),
+    el('td', { text: x.scenario }),
+    el('td', { class: 'num', text: typeof x.reaction_ms === 'number' ? fmtSec(x.reaction_ms) : '—' }),
+    el('td', { class: 'num', text: x.join_rank ? ordinal(x.join_rank) : '—' }),
+    el('td', { text: outcomeText(x.outcome) }),
+    el('td', { text: x.seat || '—' }),
+  ])));
+  // Oldest first, joined races only: is the reaction time falling?
+  const joined = races.filter((x) => typeof x.reaction_ms === 'number' && x.reaction_ms > 0).reverse();
+  const trend = $('h-trend');
+  if (joined.length >= 2) {
+    const half = Math.ceil(joined.length / 2);
+    const avg = (a) => a.reduce((s, x) => s + x.reaction_ms, 0) / a.length;
+    const early = avg(joined.slice(0, joined.length - half));
+    const late = avg(joined.slice(joined.length - half));
+    setText(trend, late < early
+      ? `You are getting faster: ${fmtSec(late)} on average lately, against ${fmtSec(early)} before.`
+      : `Not faster yet: ${fmtSec(late)} on average lately, against ${fmtSec(early)} before.`);
+  } else {
+    setText(trend, joined.length ? 'Race again to see whether you improve.' : '');
+  }
+  const box = $('h-chart');
+  if (!chartsReady()) return;
+  const data = [joined.map((_, i) => i + 1), joined.map((x) => x.reaction_ms / 1000)];
+  if (historyChart) {
+    historyChart.setData(data);
+  } else {
+    box.replaceChildren();
+    historyChart = chart(box, [{ label: 'Reaction (s)' }], data, { height: 200, xLabel: 'race', yLabel: 'seconds', xInt: true });
+  }
+}
+
+async function loadLeaderboard() {
+  const tbody = $('lb-table').querySelector('tbody');
+  if (!boardScenario) return;
+  try {
+    const r = await api('GET', `/practice/leaderboard?scenario=${enc(boardScenario)}`);
+    const entries = Array.isArray(r && r.entries) ? r.entries : [];
+    $('lb-empty').hidden = entries.length > 0;
+    const me = (session() || {}).nickname;
+    tbody.replaceChildren(...entries.map((x) => el('tr', { class: x.nickname === me ? 'me' : null }, [
+      el('td', { class: 'num', text: fmtNum(x.rank) }),
+      el('td', { text: x.nickname }),
+      el('td', { class: 'num', text: fmtSec(x.reaction_ms) }),
+      el('td', { class: 'num', text: x.join_rank ? ordinal(x.join_rank) : '—' }),
+      el('td', { text: x.seat || '—' }),
+    ])));
+  } catch (err) {
+    showAlert(alertBox, friendly(err));
+  }
+}
+
+route();
