@@ -133,8 +133,12 @@ func (s *Server) Stop() {
 }
 
 // CPUTime is the CPU time the server has used so far (0 if unknown).
-func (s *Server) CPUTime() time.Duration {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(s.cmd.Process.Pid), "stat"))
+func (s *Server) CPUTime() time.Duration { return procCPU(s.cmd.Process.Pid) }
+
+// procCPU is the user + system CPU time process pid has used so far (0 if
+// unknown), from /proc/<pid>/stat.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0
 	}

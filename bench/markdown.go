@@ -62,6 +62,47 @@ func Markdown(w io.Writer, r *Result) error {
 		}
 	}
 
+	if len(r.Settings.Sizes) > 0 {
+		n := r.Settings.Sizes[0]
+		var floor strings.Builder
+		for _, op := range []string{OpJoin, OpStatus} {
+			fl, ok := r.HTTPFor(ServerFloor, op, n)
+			nv, _ := r.HTTPFor(ServerNaive, op, n)
+			rl, _ := r.HTTPFor(ServerRushline, op, n)
+			if !ok || nv.RPS <= 0 || fl.RPS <= 0 {
+				continue
+			}
+			fmt.Fprintf(&floor, "| %s | %s | %s | %s | %s | %s× | %s× |\n", op, num(fl.RPS), num(fl.P50), num(fl.P99),
+				num(fl.ServerCPU), num(fl.RPS/nv.RPS), num(rl.RPS/fl.RPS))
+		}
+		if floor.Len() > 0 {
+			fmt.Fprintf(&b, "\n## HTTP floor @%s: the same routes answered with a constant, no Redis\n\n"+
+				"No server gets more from this load generator on this machine, so floor ÷ naive caps every rushline ÷ naive ratio.\n\n"+
+				"| op | floor rps | p50 ms | p99 ms | server CPU µs/req | floor ÷ naive | rushline ÷ floor |\n"+
+				"|---|---:|---:|---:|---:|---:|---:|\n%s", SizeLabel(n), floor.String())
+		}
+	}
+
+	var cpu strings.Builder
+	for _, op := range []string{OpJoin, OpStatus} {
+		for _, n := range r.Settings.Sizes {
+			nv, ok1 := r.HTTPFor(ServerNaive, op, n)
+			rl, ok2 := r.HTTPFor(ServerRushline, op, n)
+			if !ok1 || !ok2 || nv.ServerCPU == 0 || rl.ServerCPU == 0 {
+				continue
+			}
+			fmt.Fprintf(&cpu, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", op, SizeLabel(n),
+				num(nv.ServerCPU), num(rl.ServerCPU), num(nv.RedisCPU), num(rl.RedisCPU), num(nv.ClientCPU), num(rl.ClientCPU),
+				num(nv.ServerCPU+nv.RedisCPU+nv.ClientCPU), num(rl.ServerCPU+rl.RedisCPU+rl.ClientCPU))
+		}
+	}
+	if cpu.Len() > 0 {
+		b.WriteString("\n## CPU per answered request (µs)\n\n" +
+			"The load generator, the server and Redis share the CPUs, so throughput follows the sum of the three.\n\n" +
+			"| op | waiting | naive server | rushline server | Redis, naive | Redis, rushline | load generator, naive | load generator, rushline | sum naive | sum rushline |\n" +
+			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + cpu.String())
+	}
+
 	fmt.Fprintf(&b, "\n## redis-benchmark: the raw ceiling (-c %d)\n\n| test | pipeline | rps | p50 ms | p99 ms |\n|---|---:|---:|---:|---:|\n",
 		r.Settings.Connections)
 	for _, x := range r.RedisBenchmark {

@@ -45,8 +45,11 @@ type Settings struct {
 const (
 	ServerRushline = "rushline"
 	ServerNaive    = "naive"
-	OpJoin         = "join"
-	OpStatus       = "status"
+	// ServerFloor is the HTTP floor: the baseline's routes answered with a
+	// constant, no Redis (see naive.Floor).
+	ServerFloor = "floor"
+	OpJoin      = "join"
+	OpStatus    = "status"
 )
 
 // HTTPFigures are one server's figures for one operation at one line length.
@@ -154,6 +157,8 @@ func (r *Result) ComputeRatios() {
 		if ok1 && ok2 {
 			add("join rushline/naive"+at, ours.RPS, base.RPS, TargetJoinRatio, false)
 			add("join p99 rushline/naive"+at, ours.P99, base.P99, 1, true)
+			add("join server+Redis CPU per request rushline/naive"+at, ours.ServerCPU+ours.RedisCPU,
+				base.ServerCPU+base.RedisCPU, 0, true)
 		}
 		ours, ok1 = r.HTTPFor(ServerRushline, OpStatus, n)
 		base, ok2 = r.HTTPFor(ServerNaive, OpStatus, n)
@@ -164,6 +169,18 @@ func (r *Result) ComputeRatios() {
 			}
 			add("status rushline/naive"+at, ours.RPS, base.RPS, target, false)
 			add("status p99 rushline/naive"+at, ours.P99, base.P99, 0, true)
+			add("status server+Redis CPU per request rushline/naive"+at, ours.ServerCPU+ours.RedisCPU,
+				base.ServerCPU+base.RedisCPU, 0, true)
+		}
+	}
+	if len(sizes) > 0 {
+		// The most any server can gain on naive with this client on this machine.
+		for _, op := range []string{OpJoin, OpStatus} {
+			floor, ok1 := r.HTTPFor(ServerFloor, op, sizes[0])
+			base, ok2 := r.HTTPFor(ServerNaive, op, sizes[0])
+			if ok1 && ok2 {
+				add(op+" HTTP floor/naive @"+SizeLabel(sizes[0]), floor.RPS, base.RPS, 0, false)
+			}
 		}
 	}
 	if len(sizes) > 1 {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -28,7 +29,8 @@ import (
 type RunConfig struct {
 	// ServerBin is the rushline-server binary.
 	ServerBin string
-	// NaiveCmd runs the naive baseline; "--addr A --redis-url U" is appended.
+	// NaiveCmd runs the naive baseline; "--addr A --redis-url U" is appended
+	// (and "--floor --addr A" runs the HTTP floor, measured at the first size).
 	NaiveCmd []string
 	// RedisBenchmarkBin is the redis-benchmark binary.
 	RedisBenchmarkBin string
@@ -81,6 +83,7 @@ type runner struct {
 	rdb      *redis.Client
 	naive    *Server
 	rushline *Server
+	floor    *Server
 	logf     *os.File
 	client   *http.Client
 	// tokens are queue tokens spread over each line, by server and size.
@@ -148,6 +151,9 @@ func (r *runner) close() {
 	if r.naive != nil {
 		r.naive.Stop()
 	}
+	if r.floor != nil {
+		r.floor.Stop()
+	}
 	if r.rushline != nil {
 		r.rushline.Stop()
 	}
@@ -203,18 +209,23 @@ func (r *runner) steps() []step {
 			s = append(s, step{fmt.Sprintf("prefill %s to %s waiting", srv, SizeLabel(n)), seconds(n, 20_000) + seconds(min(n, sampleTokens), 5_000),
 				func(ctx context.Context) error { return r.prefill(ctx, srv, n, n == maxSize) }})
 		}
+		// The HTTP floor does not depend on the line: it runs at the first size.
+		servers := []string{ServerNaive, ServerRushline}
+		if n == c.Sizes[0] {
+			servers = append(servers, ServerFloor)
+		}
 		for _, op := range []string{OpStatus, OpJoin} {
 			for round := range c.Rounds {
-				order := []string{ServerNaive, ServerRushline}
+				order := slices.Clone(servers)
 				if round%2 == 1 {
-					order = []string{ServerRushline, ServerNaive}
+					slices.Reverse(order)
 				}
 				for _, srv := range order {
 					s = append(s, step{fmt.Sprintf("%s %s @%s for %s (round %d of %d)", srv, op, SizeLabel(n), c.Duration, round+1, c.Rounds),
 						c.Duration, func(ctx context.Context) error { return r.measure(ctx, srv, op, n) }})
 				}
 			}
-			for _, srv := range []string{ServerNaive, ServerRushline} {
+			for _, srv := range servers {
 				s = append(s, step{fmt.Sprintf("sum %s %s @%s", srv, op, SizeLabel(n)), 0,
 					func(context.Context) error { return r.sum(srv, op, n) }})
 			}
@@ -326,6 +337,12 @@ func (r *runner) startServers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.floor, err = startProcess(ctx, "/healthz", r.logf, func(addr string) []string {
+		return append(append([]string(nil), r.cfg.NaiveCmd...), "--floor", "--addr", addr)
+	})
+	if err != nil {
+		return err
+	}
 	r.rushline, err = StartServer(ctx, r.cfg.ServerBin, redisURL, filepath.Join(r.dir, "data"), r.logf)
 	if err != nil {
 		return err
@@ -356,12 +373,12 @@ const warmup = 2 * time.Second
 // warmUp sends each server joins to the warm-up event, so connection pools,
 // caches and background writers are running when the first load starts.
 func (r *runner) warmUp(ctx context.Context) error {
-	for _, srv := range []*Server{r.naive, r.rushline} {
+	for _, srv := range []*Server{r.naive, r.rushline, r.floor} {
 		url, hdr := srv.URL+"/api/v1/events/"+eventID(0)+"/queue", r.headers()
 		var tot loadTotals
 		r.httpLoad("warm up", 0, warmup, func(i uint64, t *vegeta.Target) {
 			postTarget(t, url, hdr, fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":"w%d"}`, i))
-		}).run(ctx, &tot)
+		}).run(ctx, &tot, cpuMeter{})
 		if f := tot.figures(); f.Errors > 0 {
 			return fmt.Errorf("warm up %s: %d of %d requests failed", srv.URL, f.Errors, f.Requests)
 		}
@@ -370,8 +387,11 @@ func (r *runner) warmUp(ctx context.Context) error {
 }
 
 func (r *runner) server(name string) *Server {
-	if name == ServerNaive {
+	switch name {
+	case ServerNaive:
 		return r.naive
+	case ServerFloor:
+		return r.floor
 	}
 	return r.rushline
 }
@@ -423,7 +443,7 @@ func (r *runner) prefill(ctx context.Context, server string, size int, measureMe
 		}
 	}
 	var tot loadTotals
-	l.run(ctx, &tot)
+	l.run(ctx, &tot, cpuMeter{})
 	if f := tot.figures(); f.Errors > 0 || f.Requests < sample {
 		return fmt.Errorf("token sample from %s: %d of %d requests failed", server, f.Errors, f.Requests)
 	}
@@ -492,7 +512,11 @@ func (r *runner) measure(ctx context.Context, server, op string, size int) error
 			postTarget(t, base, hdr, fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":"j%d"}`, from+i))
 		}
 	case OpStatus:
-		tokens := r.tokens[server+strconv.Itoa(size)]
+		from := server
+		if server == ServerFloor {
+			from = ServerNaive // any token does; the same lengths
+		}
+		tokens := r.tokens[from+strconv.Itoa(size)]
 		hdr := r.headers()
 		target = func(i uint64, t *vegeta.Target) {
 			t.Method, t.URL, t.Header, t.Body = http.MethodGet, base+"/"+tokens[i%uint64(len(tokens))], hdr, nil
@@ -502,7 +526,7 @@ func (r *runner) measure(ctx context.Context, server, op string, size int) error
 	if r.totals[key] == nil {
 		r.totals[key] = &loadTotals{}
 	}
-	r.httpLoad(server+" "+op, 0, r.cfg.Duration, target).run(ctx, r.totals[key])
+	r.httpLoad(server+" "+op, 0, r.cfg.Duration, target).run(ctx, r.totals[key], cpuMeter{server: srv.cmd.Process.Pid, redis: r.rp.Pid()})
 	return ctx.Err()
 }
 
@@ -523,7 +547,8 @@ func (r *runner) stopServers(context.Context) error {
 	r.res.Memory.NaiveRSSMB = float64(r.naive.RSS()) / (1 << 20)
 	r.naive.Stop()
 	r.rushline.Stop()
-	r.naive, r.rushline = nil, nil
+	r.floor.Stop()
+	r.naive, r.rushline, r.floor = nil, nil, nil
 	r.rdb.Close()
 	r.rdb = nil
 	err := r.rp.Stop()

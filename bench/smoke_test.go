@@ -76,12 +76,17 @@ func TestRunSmoke(t *testing.T) {
 			t.Errorf("redis-benchmark %s -P %d: rps %v", b.Name, b.Pipeline, b.RPS)
 		}
 	}
-	if len(r.HTTP) != 2*2*len(cfg.Sizes) {
-		t.Errorf("%d HTTP rows, want 2 servers × 2 ops × %d sizes", len(r.HTTP), len(cfg.Sizes))
+	if len(r.HTTP) != 2*2*len(cfg.Sizes)+2 {
+		t.Errorf("%d HTTP rows, want 2 servers × 2 ops × %d sizes + the floor's 2 ops", len(r.HTTP), len(cfg.Sizes))
 	}
 	for _, h := range r.HTTP {
 		if h.Requests == 0 || h.Errors != 0 || h.RPS <= 0 {
 			t.Errorf("%s %s @%d: %d requests, %d errors, rps %v", h.Server, h.Op, h.Waiting, h.Requests, h.Errors, h.RPS)
+		}
+		// The servers work for every request, and so does the generator.
+		if h.ServerCPU < 0 || h.RedisCPU < 0 || h.ClientCPU <= 0 || h.ServerCPU+h.RedisCPU <= 0 {
+			t.Errorf("%s %s @%d: CPU µs/request server %v, Redis %v, client %v", h.Server, h.Op, h.Waiting,
+				h.ServerCPU, h.RedisCPU, h.ClientCPU)
 		}
 	}
 	if a := r.Admission; a.Promoted != cfg.AdmissionWaiting || a.PromotionsPerS <= 0 || a.Batch != cfg.AdmissionBatch {
@@ -98,6 +103,7 @@ func TestRunSmoke(t *testing.T) {
 		names[x.Name] = true
 	}
 	for _, n := range []string{"join rushline/naive @100", "join p99 rushline/naive @200", "status rushline/naive @200",
+		"join HTTP floor/naive @100", "join server+Redis CPU per request rushline/naive @200",
 		"promotion p99 ms @100 streams", "admission promotions/s", "redis bytes per waiting user"} {
 		if !names[n] {
 			t.Errorf("no ratio %q", n)

@@ -81,6 +81,38 @@ func Handler(rdb *redis.Client) http.Handler {
 	return r
 }
 
+// Floor answers the baseline's two routes as the baseline parses them (the
+// join's JSON body, the status's path), with a constant of the same shape and
+// no Redis at all: the HTTP floor. No server beats it with the same load
+// generator on the same machine, so floor ÷ baseline is the most any ratio
+// can be there.
+func Floor() http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.GET("/healthz", func(c *gin.Context) { c.Status(http.StatusOK) })
+	r.POST("/api/v1/events/:event/queue", func(c *gin.Context) {
+		var body struct {
+			BotID string `json:"bot_id"`
+		}
+		if err := c.ShouldBindJSON(&body); err != nil || body.BotID == "" {
+			c.JSON(http.StatusBadRequest, gin.H{"error": gin.H{"code": "VALIDATION", "message": "bot_id is required"}})
+			return
+		}
+		c.JSON(http.StatusCreated, gin.H{"token": floorToken, "status": "WAITING", "position": 1, "waiting": 1})
+	})
+	r.GET("/api/v1/events/:event/queue/:token", func(c *gin.Context) {
+		if c.Param("token") == "" {
+			c.JSON(http.StatusNotFound, gin.H{"error": gin.H{"code": "TOKEN_NOT_FOUND", "message": "no such queue token"}})
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"status": "WAITING", "position": 1})
+	})
+	return r
+}
+
+// floorToken is as long as the baseline's tokens (rand.Text).
+const floorToken = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
 // Serve runs the baseline on addr against the Redis at redisURL until ctx ends.
 func Serve(ctx context.Context, addr, redisURL string) error {
 	opt, err := redis.ParseURL(redisURL)
@@ -90,11 +122,18 @@ func Serve(ctx context.Context, addr, redisURL string) error {
 	opt.PoolSize = PoolSize
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
+	return serve(ctx, addr, Handler(rdb))
+}
+
+// ServeFloor runs Floor on addr until ctx ends.
+func ServeFloor(ctx context.Context, addr string) error { return serve(ctx, addr, Floor()) }
+
+func serve(ctx context.Context, addr string, h http.Handler) error {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: Handler(rdb), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -84,3 +84,29 @@ func TestJoinAndStatus(t *testing.T) {
 		t.Errorf("join without bot_id: %d, want 400", code)
 	}
 }
+
+// TestFloor checks the HTTP floor answers the baseline's routes in the same
+// shapes, refuses a body without a bot id as it does, and needs no Redis.
+func TestFloor(t *testing.T) {
+	h := Floor()
+	for _, tc := range []struct {
+		name, method, path, body string
+		code                     int
+		status                   string
+	}{
+		{"join", http.MethodPost, "/api/v1/events/e/queue", `{"bot_id":"b1"}`, http.StatusCreated, "WAITING"},
+		{"join without a bot id", http.MethodPost, "/api/v1/events/e/queue", `{}`, http.StatusBadRequest, ""},
+		{"join with bad JSON", http.MethodPost, "/api/v1/events/e/queue", `{`, http.StatusBadRequest, ""},
+		{"status", http.MethodGet, "/api/v1/events/e/queue/tok", "", http.StatusOK, "WAITING"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, a := MustDo(t, h, tc.method, tc.path, tc.body)
+			if code != tc.code || a.Status != tc.status {
+				t.Errorf("%d %+v, want %d with status %q", code, a, tc.code, tc.status)
+			}
+			if tc.name == "join" && (len(a.Token) != len(floorToken) || a.Position != 1) {
+				t.Errorf("join answer %+v", a)
+			}
+		})
+	}
+}

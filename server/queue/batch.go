@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -63,6 +64,9 @@ type call struct {
 type batcher struct {
 	rdb redis.UniversalClient
 	cfg Batching
+	// many maps a script to its many-call form (see manyScript): a run of
+	// calls of that script on the same keys goes as one call of it.
+	many map[*redis.Script]*redis.Script
 
 	mu      sync.Mutex
 	queue   []*call
@@ -73,14 +77,14 @@ type batcher struct {
 	idle    sync.Cond // signalled when running drops to 0
 }
 
-func newBatcher(rdb redis.UniversalClient, cfg Batching) *batcher {
+func newBatcher(rdb redis.UniversalClient, cfg Batching, many map[*redis.Script]*redis.Script) *batcher {
 	if cfg.InFlight < 1 {
 		cfg.InFlight = 1
 	}
 	if cfg.Wait <= 0 {
 		cfg.Wait = DefaultBatchWait
 	}
-	b := &batcher{rdb: rdb, cfg: cfg}
+	b := &batcher{rdb: rdb, cfg: cfg, many: many}
 	b.idle.L = &b.mu
 	b.timer = time.AfterFunc(time.Hour, b.overdue)
 	b.timer.Stop()
@@ -188,10 +192,11 @@ func (b *batcher) exec(batch []*call) {
 	// The pipeline serves many callers, so no one caller's cancellation may
 	// cut it short; go-redis's own timeouts bound it.
 	ctx := context.Background()
-	cmds := make([]*redis.Cmd, len(batch))
+	groups := b.group(batch)
+	cmds := make([]*redis.Cmd, len(groups))
 	pipe := b.rdb.Pipeline()
-	for i, c := range batch {
-		cmds[i] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+	for i, g := range groups {
+		cmds[i] = g.script.EvalSha(ctx, pipe, g.calls[0].keys, g.args()...)
 	}
 	_, _ = pipe.Exec(ctx)
 	// A flushed script cache: send those calls again with the script's body,
@@ -202,15 +207,14 @@ func (b *batcher) exec(batch []*call) {
 			if again == nil {
 				again = b.rdb.Pipeline()
 			}
-			cmds[i] = batch[i].script.Eval(ctx, again, batch[i].keys, batch[i].args...)
+			cmds[i] = groups[i].script.Eval(ctx, again, groups[i].calls[0].keys, groups[i].args()...)
 		}
 	}
 	if again != nil {
 		_, _ = again.Exec(ctx)
 	}
-	for i, c := range batch {
-		c.res, c.err = cmds[i].Slice()
-		close(c.done)
+	for i, g := range groups {
+		g.answer(cmds[i])
 	}
 
 	b.mu.Lock()
@@ -247,6 +251,121 @@ func (b *batcher) close() {
 	for b.running > 0 {
 		b.idle.Wait()
 	}
+}
+
+// group is one command of a pipeline: a single call, or a run of calls of
+// one script on the same keys sent as one call of its many-call form.
+type group struct {
+	script *redis.Script
+	calls  []*call
+	many   bool
+}
+
+// group splits batch into commands, keeping the calls' order: consecutive
+// calls of a script that has a many-call form, on the same event, go as one.
+func (b *batcher) group(batch []*call) []group {
+	gs := make([]group, 0, len(batch))
+	for i := 0; i < len(batch); {
+		c := batch[i]
+		j := i + 1
+		if m := b.many[c.script]; m != nil {
+			for j < len(batch) && batch[j].script == c.script && batch[j].keys[0] == c.keys[0] {
+				j++
+			}
+			if j-i > 1 {
+				gs = append(gs, group{script: m, calls: batch[i:j], many: true})
+				i = j
+				continue
+			}
+		}
+		gs = append(gs, group{script: c.script, calls: batch[i:j]})
+		i = j
+	}
+	return gs
+}
+
+// args is the ARGV of g: a single call's own, or the many-call layout of
+// manyScript.
+func (g group) args() []any {
+	if !g.many {
+		return g.calls[0].args
+	}
+	n := 3
+	for _, c := range g.calls {
+		n += 1 + len(c.args)
+	}
+	a := make([]any, 0, n)
+	first := g.calls[0].args
+	a = append(a, first[0], first[1], len(g.calls))
+	for _, c := range g.calls {
+		a = append(a, len(c.args))
+		a = append(a, c.args...)
+	}
+	return a
+}
+
+// answer hands each call of g its reply from cmd.
+func (g group) answer(cmd *redis.Cmd) {
+	if !g.many {
+		c := g.calls[0]
+		c.res, c.err = cmd.Slice()
+		close(c.done)
+		return
+	}
+	replies, err := cmd.Slice()
+	if err == nil && len(replies) != len(g.calls) {
+		err = fmt.Errorf("queue: %d replies to %d calls", len(replies), len(g.calls))
+	}
+	for i, c := range g.calls {
+		switch {
+		case err != nil:
+			c.err = err
+		default:
+			c.res, c.err = reply(replies[i])
+		}
+		close(c.done)
+	}
+}
+
+// reply is one call's part of a many-call reply, as cmd.Slice would give it
+// had the call gone alone.
+func reply(v any) ([]any, error) {
+	switch r := v.(type) {
+	case []any:
+		return r, nil
+	case nil:
+		return nil, redis.Nil
+	case error:
+		return nil, r
+	default:
+		return nil, fmt.Errorf("queue: unexpected script reply %T", v)
+	}
+}
+
+// manyScript is the many-call form of a script body: one call runs the body
+// once per call, in order, for calls on the same keys. Its ARGV is {now,
+// maxlen, n, argc_1, argv_1..., argc_n, argv_n...}, each argv_i a call's own
+// ARGV (its own now and maxlen first). It returns one reply per call: the
+// body's table, nil, or an error reply when the body raised, so one call's
+// failure leaves the others' answers alone, as separate calls would.
+func manyScript(body string) *redis.Script {
+	return redis.NewScript(luaLib + "local function one(ARGV)\n" + body + "\nend\n" + `
+local out, i = {}, 4
+for c = 1, tonumber(ARGV[3]) do
+  local n, a = tonumber(ARGV[i]), {}
+  for j = 1, n do a[j] = ARGV[i + j] end
+  i = i + n + 1
+  NOW, MAXLEN = tonumber(a[1]), a[2]
+  local ok, r = pcall(one, a)
+  if not ok then
+    if type(r) ~= 'table' then r = redis.error_reply(tostring(r)) end
+    out[c] = r
+  else
+    out[c] = r or false
+  end
+end
+return out
+`)
 }
 
 // hot reports whether s runs per user request, and so is worth batching.

@@ -60,6 +60,15 @@ var (
 	scriptTick     = script(luaTick)
 	scriptPutEvent = script(luaPutEvent)
 	scriptRank     = script(luaRank)
+
+	// manyScripts are the many-call forms of the hot scripts that run per
+	// request on one event: the batcher sends a run of them as one call.
+	manyScripts = map[*redis.Script]*redis.Script{
+		scriptJoin:   manyScript(luaJoin),
+		scriptVerify: manyScript(luaVerify),
+		scriptLeave:  manyScript(luaLeave),
+		scriptOrder:  manyScript(luaOrder),
+	}
 )
 
 // Keys returns the Redis keys of one event in the order every script expects
@@ -126,7 +135,7 @@ func New(rdb redis.UniversalClient, tokenKey []byte, opts ...Option) *Engine {
 		o(e)
 	}
 	if e.batching.Size > 0 {
-		e.batch = newBatcher(rdb, e.batching)
+		e.batch = newBatcher(rdb, e.batching, manyScripts)
 	}
 	return e
 }

@@ -197,6 +197,16 @@ func start(ctx context.Context, o Options, pickPort func(cluster bool) (int, err
 // and stays the same across Restart.
 func (p *Process) Addr() string { return p.addr }
 
+// Pid is the process id of the running redis-server (0 when stopped).
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.runningLocked() {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
 // Dir returns the data dir. It is safe for concurrent use.
 func (p *Process) Dir() string { return p.dir }
 

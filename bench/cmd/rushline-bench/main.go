@@ -107,16 +107,21 @@ func runCmd() *cobra.Command {
 
 func naiveCmd() *cobra.Command {
 	var addr, redisURL string
+	var floor bool
 	cmd := &cobra.Command{
 		Use:   "naive",
 		Short: "Serve the naive baseline: minimal gin, one EVALSHA per join, one ZRANK per status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if floor {
+				return naive.ServeFloor(cmd.Context(), addr)
+			}
 			return naive.Serve(cmd.Context(), addr, redisURL)
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8090", "listen address")
 	cmd.Flags().StringVar(&redisURL, "redis-url", "redis://127.0.0.1:6379", "Redis to use")
+	cmd.Flags().BoolVar(&floor, "floor", false, "serve the HTTP floor instead: the same routes answered with a constant, no Redis")
 	return cmd
 }
 

@@ -9,7 +9,7 @@ if redis.call('EXISTS', K_CFG) == 0 then
   return {'EVENT_NOT_FOUND'}
 end
 local user, seq = ARGV[3], tonumber(ARGV[4])
-local st, refused = owned()
+local st, refused = owned(user, seq, ARGV[5])
 if not st then
   return refused
 end

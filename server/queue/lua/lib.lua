@@ -182,15 +182,17 @@ local function state(user, seq)
   return nil, 0, 0, 0, ''
 end
 
--- owned returns the state of the attempt (ARGV[3] user, ARGV[4] seq) when
--- ARGV[5] says the caller owns it; otherwise nil and the error reply. An
--- unknown attempt outranks a stranger's (API.md's order: 404 before 403).
-local function owned()
-  local st = state(ARGV[3], tonumber(ARGV[4]))
+-- owned returns the state of the attempt of user and seq when mine ("1")
+-- says the caller owns it; otherwise nil and the error reply. An unknown
+-- attempt outranks a stranger's (API.md's order: 404 before 403). Scripts
+-- pass their own ARGV: helpers here never read it past ARGV[2], so that a
+-- many-call run (see queue.manyScript) can hand each call its own.
+local function owned(user, seq, mine)
+  local st = state(user, seq)
   if not st then
     return nil, {'TOKEN_NOT_FOUND'}
   end
-  if ARGV[5] ~= '1' then
+  if mine ~= '1' then
     return nil, {'TOKEN_OWNER_MISMATCH'}
   end
   return st

@@ -8,7 +8,7 @@ if not cfg[1] then
   return {'EVENT_NOT_FOUND'}
 end
 local user, seq, seat, oid = ARGV[3], tonumber(ARGV[4]), ARGV[6], ARGV[7]
-local st, refused = owned()
+local st, refused = owned(user, seq, ARGV[5])
 if not st then
   return refused
 end

@@ -1,0 +1,136 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rushline/rushline/server/redisproc/redistest"
+)
+
+// probeBody is a test script: it logs ARGV[3] to a list and answers it with
+// its NOW, raises for "boom", answers nil for "nil" and hits a wrong type
+// for "wrongtype".
+const probeBody = `
+if ARGV[3] == 'boom' then error('boom') end
+if ARGV[3] == 'nil' then return nil end
+if ARGV[3] == 'wrongtype' then redis.call('HSET', K_LEASE, 'x', 1) end
+redis.call('RPUSH', K_LEASE, ARGV[3])
+return {ARGV[3], NOW}
+`
+
+// mustCalls builds calls of s, one per (event, arg) pair, each with its own now.
+func mustCalls(t *testing.T, s *redis.Script, pairs ...string) []*call {
+	t.Helper()
+	var cs []*call
+	for i := 0; i+1 < len(pairs); i += 2 {
+		cs = append(cs, &call{ctx: context.Background(), script: s, keys: Keys(pairs[i]),
+			args: []any{1000 + i, 100, pairs[i+1]}, done: make(chan struct{})})
+	}
+	return cs
+}
+
+// TestBatchGroups checks how a pipeline is cut into commands: runs of one
+// script with a many-call form on one event go together, in order; anything
+// else goes alone.
+func TestBatchGroups(t *testing.T) {
+	one, other := script(probeBody), script(probeBody)
+	b := &batcher{many: map[*redis.Script]*redis.Script{one: manyScript(probeBody)}}
+	for _, tc := range []struct {
+		name  string
+		calls []*call
+		want  string // group sizes, "m" marking a many-call group
+	}{
+		{"one call", mustCalls(t, one, "e1", "a"), "1"},
+		{"a run", mustCalls(t, one, "e1", "a", "e1", "b", "e1", "c"), "3m"},
+		{"events cut runs", mustCalls(t, one, "e1", "a", "e1", "b", "e2", "c", "e1", "d", "e1", "e"), "2m 1 2m"},
+		{"other scripts go alone", append(append(mustCalls(t, one, "e1", "a", "e1", "b"), mustCalls(t, other, "e1", "x", "e1", "y")...),
+			mustCalls(t, one, "e1", "c")...), "2m 1 1 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			n := 0
+			for _, g := range b.group(tc.calls) {
+				s := strconv.Itoa(len(g.calls))
+				if g.many {
+					s += "m"
+				}
+				got = append(got, s)
+				for _, c := range g.calls {
+					if c != tc.calls[n] {
+						t.Fatalf("call %d out of order", n)
+					}
+					n++
+				}
+			}
+			if strings.Join(got, " ") != tc.want || n != len(tc.calls) {
+				t.Errorf("groups = %q over %d calls, want %q over %d", strings.Join(got, " "), n, tc.want, len(tc.calls))
+			}
+		})
+	}
+}
+
+// TestBatchManyReplies runs a many-call group on a real Redis: every call
+// gets its own reply and its own clock, in order, and one call's error or
+// nil leaves the others' answers alone.
+func TestBatchManyReplies(t *testing.T) {
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	one := script(probeBody)
+	b := newBatcher(rdb, Batching{Size: 64, InFlight: 1}, map[*redis.Script]*redis.Script{one: manyScript(probeBody)})
+	calls := mustCalls(t, one, "e1", "a", "e1", "boom", "e1", "nil", "e1", "b", "e1", "wrongtype", "e1", "c")
+	b.running = 1 // as takeLocked would count it
+	b.exec(calls)
+	for i, tc := range []struct {
+		name string
+		want string // the reply's first element, or the error's text
+	}{
+		{"plain", "a"},
+		{"raises", "boom"},
+		{"nil", redis.Nil.Error()},
+		{"after errors", "b"},
+		{"redis error", "WRONGTYPE"},
+		{"last", "c"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := calls[i]
+			<-c.done
+			switch {
+			case c.err != nil:
+				if !strings.Contains(c.err.Error(), tc.want) {
+					t.Errorf("error %v, want %q", c.err, tc.want)
+				}
+				if tc.want == redis.Nil.Error() && !errors.Is(c.err, redis.Nil) {
+					t.Errorf("error %v, want redis.Nil", c.err)
+				}
+			case len(c.res) != 2 || c.res[0] != tc.want:
+				t.Errorf("reply %v, want [%s now]", c.res, tc.want)
+			case c.res[1] != int64(1000+2*i):
+				t.Errorf("NOW = %v, want the call's own %d", c.res[1], 1000+2*i)
+			}
+		})
+	}
+	if got, err := rdb.LRange(context.Background(), Keys("e1")[keyLease], 0, -1).Result(); err != nil ||
+		strings.Join(got, ",") != "a,b,c" {
+		t.Errorf("log = %v, %v; want a,b,c", got, err)
+	}
+}
+
+// TestLibReadsNoCallArgs keeps lib.lua's helpers off ARGV past [2]: a
+// many-call run hands each call its own ARGV as a parameter, which a helper
+// reading the global ARGV would not see.
+func TestLibReadsNoCallArgs(t *testing.T) {
+	argv := regexp.MustCompile(`ARGV\[(\d+)\]`)
+	for i, line := range strings.Split(luaLib, "\n") {
+		code, _, _ := strings.Cut(line, "--")
+		for _, m := range argv.FindAllStringSubmatch(code, -1) {
+			if n, _ := strconv.Atoi(m[1]); n > 2 {
+				t.Errorf("lib.lua:%d reads %s", i+1, m[0])
+			}
+		}
+	}
+}
