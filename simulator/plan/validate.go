@@ -100,6 +100,18 @@ func (v *Validation) OK() bool {
 	return true
 }
 
+// PredictionAgrees is true when the plan's own prediction, without the live
+// timings, is within every figure's tolerance of the measurement too: what
+// to expect when the live requests took little time next to the waits.
+func (v *Validation) PredictionAgrees() bool {
+	for _, r := range v.Rows {
+		if math.Abs(r.Predicted-r.Measured) > r.Tolerance {
+			return false
+		}
+	}
+	return true
+}
+
 // Validate runs setting s on a scaled copy of sc's crowd against a live
 // server and compares it with the model's prediction for that same scaled
 // crowd and setting (batch, capacity, max_tps and seats scaled too). Bots

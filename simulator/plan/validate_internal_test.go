@@ -82,3 +82,27 @@ func TestServiceSlowsCapacityLine(t *testing.T) {
 }
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+// TestAgreement checks the two verdicts on rows built as Validate builds
+// them: OK holds the measurement to the live-timed model, PredictionAgrees
+// to the bare prediction (tolerance: 20% of live-timed or 1 s).
+func TestAgreement(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		pred, live, meas     float64 // seconds
+		ok, predictionAgrees bool
+	}{
+		{"all agree", 10, 10.5, 10.2, true, true},
+		{"slow machine: only live-timed agrees", 10, 15, 15.4, true, false},
+		{"model wrong both ways", 10, 10, 20, false, false},
+		{"prediction lucky, live-timed off", 2, 8, 2, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := &Validation{Rows: []Agreement{durationRow("wait p50", secs(tc.pred), secs(tc.live), secs(tc.meas), time.Second)}}
+			if v.OK() != tc.ok || v.PredictionAgrees() != tc.predictionAgrees {
+				t.Errorf("OK %v, PredictionAgrees %v; want %v, %v (%+v)", v.OK(), v.PredictionAgrees(), tc.ok,
+					tc.predictionAgrees, v.Rows[0])
+			}
+		})
+	}
+}

@@ -75,6 +75,11 @@ func TestValidate(t *testing.T) {
 			if !v.OK() {
 				t.Errorf("prediction and measurement disagree:\n%s", out.String())
 			}
+			// When the machine kept up, the plan's bare prediction must hold too.
+			if quick := plan.TolWaitAbs; v.Service[1] < quick && v.JoinLag[1] < quick && !v.PredictionAgrees() {
+				t.Errorf("requests were quick (slot overtime p99 %s, join lag p99 %s), yet the bare prediction "+
+					"disagrees:\n%s", v.Service[1], v.JoinLag[1], out.String())
+			}
 			// The reports carry the comparison.
 			p := MustGoldenPlan(t)
 			p.Validation = v
