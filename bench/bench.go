@@ -37,6 +37,21 @@ type Keys struct {
 // DefaultKeys are used for every server a bench starts.
 var DefaultKeys = Keys{Admin: "bench-admin", Simulator: "bench-sim", Service: "bench-service", JWT: "bench-jwt-secret"}
 
+// workDir makes a temporary folder (named by pattern) holding an open log
+// file; cleanup closes the log and removes the folder.
+func workDir(pattern, logName string) (dir string, log *os.File, cleanup func(), err error) {
+	dir, err = os.MkdirTemp("", pattern)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	log, err = os.Create(filepath.Join(dir, logName))
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, nil, err
+	}
+	return dir, log, func() { _ = log.Close(); _ = os.RemoveAll(dir) }, nil
+}
+
 func freeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -58,16 +57,11 @@ type PushResult struct {
 // Push holds cfg.Streams SSE streams against one server process and promotes them all.
 func Push(ctx context.Context, cfg PushConfig) (PushResult, error) {
 	res := PushResult{Streams: cfg.Streams}
-	dir, err := os.MkdirTemp("", "rushline-bench-*")
+	dir, logf, cleanup, err := workDir("rushline-bench-*", "server.log")
 	if err != nil {
 		return res, err
 	}
-	defer os.RemoveAll(dir)
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
-	if err != nil {
-		return res, err
-	}
-	defer logf.Close()
+	defer cleanup()
 	rp, err := redisproc.Start(ctx, redisproc.Options{Dir: filepath.Join(dir, "redis")})
 	if err != nil {
 		return res, err

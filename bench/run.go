@@ -97,16 +97,11 @@ type runner struct {
 // size, admission throughput, promotion latency with cfg.Streams SSE streams,
 // Redis memory per waiting user and server RSS.
 func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
-	dir, err := os.MkdirTemp("", "rushline-bench-run-*")
+	dir, logf, cleanup, err := workDir("rushline-bench-run-*", "servers.log")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	logf, err := os.Create(filepath.Join(dir, "servers.log"))
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
+	defer cleanup()
 	cfg.Rounds = max(cfg.Rounds, 1)
 	r := &runner{cfg: cfg, dir: dir, logf: logf, tokens: map[string][]string{}, totals: map[string]*loadTotals{},
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second},

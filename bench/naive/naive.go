@@ -48,19 +48,14 @@ func Keys(eventID, userID string) []string {
 // POST /api/v1/events/:event/queue {"bot_id": "…"} and
 // GET /api/v1/events/:event/queue/:token.
 func Handler(rdb *redis.Client) http.Handler {
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.GET("/healthz", func(c *gin.Context) { c.Status(http.StatusOK) })
+	r := router()
 	r.POST("/api/v1/events/:event/queue", func(c *gin.Context) {
-		var body struct {
-			BotID string `json:"bot_id"`
-		}
-		if err := c.ShouldBindJSON(&body); err != nil || body.BotID == "" {
-			c.JSON(http.StatusBadRequest, gin.H{"error": gin.H{"code": "VALIDATION", "message": "bot_id is required"}})
+		botID, ok := bindJoin(c)
+		if !ok {
 			return
 		}
 		ev := c.Param("event")
-		r, err := joinScript.Run(c, rdb, Keys(ev, "VIRTUAL:"+body.BotID), rand.Text()).Slice()
+		r, err := joinScript.Run(c, rdb, Keys(ev, "VIRTUAL:"+botID), rand.Text()).Slice()
 		if err != nil {
 			c.JSON(http.StatusServiceUnavailable, gin.H{"error": gin.H{"code": "UNAVAILABLE", "message": "redis is unreachable"}})
 			return
@@ -87,15 +82,9 @@ func Handler(rdb *redis.Client) http.Handler {
 // generator on the same machine, so floor ÷ baseline is the most any ratio
 // can be there.
 func Floor() http.Handler {
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.GET("/healthz", func(c *gin.Context) { c.Status(http.StatusOK) })
+	r := router()
 	r.POST("/api/v1/events/:event/queue", func(c *gin.Context) {
-		var body struct {
-			BotID string `json:"bot_id"`
-		}
-		if err := c.ShouldBindJSON(&body); err != nil || body.BotID == "" {
-			c.JSON(http.StatusBadRequest, gin.H{"error": gin.H{"code": "VALIDATION", "message": "bot_id is required"}})
+		if _, ok := bindJoin(c); !ok {
 			return
 		}
 		c.JSON(http.StatusCreated, gin.H{"token": floorToken, "status": "WAITING", "position": 1, "waiting": 1})
@@ -108,6 +97,26 @@ func Floor() http.Handler {
 		c.JSON(http.StatusOK, gin.H{"status": "WAITING", "position": 1})
 	})
 	return r
+}
+
+// router is a bare gin engine with the health route both servers share.
+func router() *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.GET("/healthz", func(c *gin.Context) { c.Status(http.StatusOK) })
+	return r
+}
+
+// bindJoin reads a join's bot id, or answers 400 and returns false.
+func bindJoin(c *gin.Context) (string, bool) {
+	var body struct {
+		BotID string `json:"bot_id"`
+	}
+	if err := c.ShouldBindJSON(&body); err != nil || body.BotID == "" {
+		c.JSON(http.StatusBadRequest, gin.H{"error": gin.H{"code": "VALIDATION", "message": "bot_id is required"}})
+		return "", false
+	}
+	return body.BotID, true
 }
 
 // floorToken is as long as the baseline's tokens (rand.Text).

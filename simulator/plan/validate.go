@@ -77,6 +77,8 @@ type Validation struct {
 	// the live requests held an active slot: the machine's own time, which
 	// the plan's model leaves out and the live-timed model is fed.
 	JoinLag, Service [2]time.Duration
+	// Timed counts the bots whose live join time fed the live-timed model.
+	Timed int
 }
 
 // Agreement is one figure predicted and measured. Predicted is the plan's
@@ -183,7 +185,7 @@ func Validate(ctx context.Context, sc *scenario.Scenario, s Setting, ev Event, c
 		}
 	}
 	timed, lags, service := liveTimed(crowd, &raw)
-	v.JoinLag, v.Service = p50p99(lags), p50p99(service)
+	v.JoinLag, v.Service, v.Timed = p50p99(lags), p50p99(service), len(lags)
 	live := Simulate(timed, v.Setting, Event{Seats: seats, Window: v.Event.Window})
 	waitTol := v.Setting.Interval + TolWaitAbs
 	v.Rows = []Agreement{
@@ -201,6 +203,7 @@ func Validate(ctx context.Context, sc *scenario.Scenario, s Setting, ev Event, c
 // held its active slot (seat list, orders, retries and, for a stream, the
 // push's delay). It returns those join lags and service times too.
 func liveTimed(crowd *Crowd, raw *report.Raw) (timed *Crowd, lags, service []time.Duration) {
+	// simulator/engine names bot k "<run tag>-k".
 	byArrival := make(map[int]*report.Bot, len(raw.Bots))
 	for i := range raw.Bots {
 		b := &raw.Bots[i]

@@ -72,6 +72,9 @@ func TestValidate(t *testing.T) {
 				t.Errorf("scaled run: %d bots, batch %d, %d seats; want 400, %d, %d", v.Bots, v.Setting.Batch,
 					v.Event.Seats, tc.s.Batch/10, tc.seats/10)
 			}
+			if v.Timed != v.Bots {
+				t.Errorf("%d of %d bots matched to the crowd for the live-timed model", v.Timed, v.Bots)
+			}
 			if !v.OK() {
 				t.Errorf("prediction and measurement disagree:\n%s", out.String())
 			}
