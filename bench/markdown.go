@@ -18,29 +18,45 @@ func num(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
+// setupLine says what ran where.
+func setupLine(r *Result) string {
+	return fmt.Sprintf("%d CPUs, %s, Redis %s. %d closed-loop connections; each HTTP figure sums %d round(s) of %s s, "+
+		"the servers taking turns. The load generator, both servers and Redis share the machine.",
+		r.CPUs, r.Go, r.RedisVersion, r.Settings.Connections, max(r.Settings.Rounds, 1), num(r.Settings.DurationS))
+}
+
+// loadLine gives the machine's load around the run ("" when unknown).
+func loadLine(r *Result) string {
+	if len(r.LoadAvg) != 2 {
+		return ""
+	}
+	return fmt.Sprintf("1-minute load average %s before the run, %s after it (%d CPUs): above the CPU count, "+
+		"other work competed for the cores and the figures are noisier.", num(r.LoadAvg[0]), num(r.LoadAvg[1]), r.CPUs)
+}
+
+// targetText is x's target as "≥ t" or "≤ t", or "—" without one.
+func (x Ratio) targetText() string {
+	switch {
+	case x.Target == 0:
+		return "—"
+	case x.LowerIsBetter:
+		return "≤ " + num(x.Target)
+	}
+	return "≥ " + num(x.Target)
+}
+
 // Markdown writes the result as Markdown tables: targets and ratios first,
 // then every figure.
 func Markdown(w io.Writer, r *Result) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# rushline bench: %s, %s\n\n", r.Host, r.Date.UTC().Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintf(&b, "%d CPUs, %s, Redis %s. %d closed-loop connections; each HTTP figure sums %d round(s) of %s s, "+
-		"the servers taking turns. The load generator, both servers and Redis share the machine.\n\n",
-		r.CPUs, r.Go, r.RedisVersion, r.Settings.Connections, max(r.Settings.Rounds, 1), num(r.Settings.DurationS))
-	if len(r.LoadAvg) == 2 {
-		fmt.Fprintf(&b, "1-minute load average %s before the run, %s after it (%d CPUs): above the CPU count, "+
-			"other work competed for the cores and the figures are noisier.\n\n", num(r.LoadAvg[0]), num(r.LoadAvg[1]), r.CPUs)
+	fmt.Fprintf(&b, "# rushline bench: %s, %s\n\n%s\n\n", r.Host, r.Date.UTC().Format("2006-01-02 15:04 UTC"), setupLine(r))
+	if l := loadLine(r); l != "" {
+		b.WriteString(l + "\n\n")
 	}
 
 	b.WriteString("## Targets and ratios\n\n| figure | value | target | verdict |\n|---|---:|---:|---|\n")
 	for _, x := range r.Ratios {
-		target := "—"
-		if x.Target != 0 {
-			target = "≥ " + num(x.Target)
-			if x.LowerIsBetter {
-				target = "≤ " + num(x.Target)
-			}
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, num(x.Value), target, x.Verdict())
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, num(x.Value), x.targetText(), x.Verdict())
 	}
 
 	b.WriteString("\n## HTTP: naive baseline vs rushline (same client, same Redis)\n\n" +

@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -243,27 +244,38 @@ func ReadResult(path string) (*Result, error) {
 // BaseName is the file name, without extension, of a result: <date>-<host>.
 func (r *Result) BaseName() string { return r.Date.UTC().Format("2006-01-02") + "-" + r.Host }
 
-// WriteFiles writes <dir>/<date>-<host>.json and .md and returns their paths.
-func (r *Result) WriteFiles(dir string) (jsonPath, mdPath string, err error) {
+// WriteFiles writes <dir>/<date>-<host>.json, .md and .html and returns
+// their paths in that order.
+func (r *Result) WriteFiles(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", err
+		return nil, err
 	}
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	jsonPath = filepath.Join(dir, r.BaseName()+".json")
-	mdPath = filepath.Join(dir, r.BaseName()+".md")
-	if err := os.WriteFile(jsonPath, append(b, '\n'), 0o644); err != nil {
-		return "", "", err
+	base := filepath.Join(dir, r.BaseName())
+	paths := []string{base + ".json", base + ".md", base + ".html"}
+	if err := os.WriteFile(paths[0], append(b, '\n'), 0o644); err != nil {
+		return nil, err
 	}
-	f, err := os.Create(mdPath)
+	for i, write := range []func(io.Writer, *Result) error{Markdown, HTML} {
+		if err := writeFile(paths[i+1], func(w io.Writer) error { return write(w, r) }); err != nil {
+			return nil, err
+		}
+	}
+	return paths, nil
+}
+
+// writeFile creates path and writes it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
 	if err != nil {
-		return "", "", err
+		return err
 	}
-	defer f.Close()
-	if err := Markdown(f, r); err != nil {
-		return "", "", err
+	if err := write(f); err != nil {
+		_ = f.Close()
+		return err
 	}
-	return jsonPath, mdPath, f.Close()
+	return f.Close()
 }

@@ -39,10 +39,11 @@ func TestRunSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jsonPath, mdPath, err := res.WriteFiles(t.TempDir())
+	paths, err := res.WriteFiles(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
+	jsonPath, mdPath := paths[0], paths[1]
 	if want := res.Date.Format("2006-01-02") + "-smoke.json"; filepath.Base(jsonPath) != want {
 		t.Errorf("result file %s, want %s", filepath.Base(jsonPath), want)
 	}
@@ -119,5 +120,12 @@ func TestRunSmoke(t *testing.T) {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md)
 		}
+	}
+	page, err := os.ReadFile(paths[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), `id="bench-data"`) || !strings.Contains(string(page), "join rushline/naive @200") {
+		t.Errorf("%s lacks the chart data or the targets", filepath.Base(paths[2]))
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"html/template"
 	"io"
-	"strings"
 
 	"github.com/rushline/rushline/simulator/report"
 )
@@ -124,11 +123,10 @@ func (p *Plan) WriteHTML(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ver, js, css, lic := report.UPlot()
+	ver, _, css, _ := report.UPlot()
 	v := htmlView{Name: p.Name, Sentence: p.Sentence(), Why: p.Why(), Within: p.Best().Within, Details: p.Details(),
 		Inputs: p.inputLines(), Head: sweepHead, UPlotVersion: ver, UPlotCSS: template.CSS(css),
-		// The licence travels with the code it covers.
-		UPlotJS: template.JS("/*! uPlot " + ver + ", MIT licence:\n\n" + strings.ReplaceAll(lic, "*/", "* /") + "\n*/\n" + js),
+		UPlotJS: template.JS(report.UPlotScript()),
 		AppJS:   template.JS(pageJS), Data: template.JS(data)}
 	for i, r := range p.Results {
 		v.Rows = append(v.Rows, htmlRow{Over: !r.Within, Cells: p.sweepRow(i)})

@@ -118,10 +118,8 @@ func (r *Report) htmlView() (*htmlView, error) {
 		UPlotCSS:     template.CSS(uplotCSS),
 		CSS:          template.CSS(appCSS),
 		AppJS:        template.JS(appJS),
-		// The licence travels with the code it covers.
-		UPlotJS: template.JS("/*! uPlot " + uplotVersion + ", MIT licence:\n\n" +
-			strings.ReplaceAll(uplotLicense, "*/", "* /") + "\n*/\n" + uplotJS),
-		Figures: r.figures(),
+		UPlotJS:      template.JS(UPlotScript()),
+		Figures:      r.figures(),
 	}
 	v.Identity = []figure{{"scenario", r.Scenario}, {"seed", fmt.Sprint(r.Seed)}, {"target", r.Target}, {"event", r.Event}}
 	if len(r.Shards) > 0 {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,7 +21,7 @@ import (
 
 func main() {
 	root := &cobra.Command{Use: "rushline-bench", Short: "Measure rushline on this machine", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(pushCmd(), runCmd(), naiveCmd(), compareCmd())
+	root.AddCommand(pushCmd(), runCmd(), naiveCmd(), compareCmd(), reportCmd())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -77,14 +79,14 @@ func runCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			jsonPath, mdPath, err := res.WriteFiles(out)
+			paths, err := res.WriteFiles(out)
 			if err != nil {
 				return err
 			}
 			if err := bench.Markdown(os.Stdout, res); err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "wrote %s and %s\n", jsonPath, mdPath)
+			fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(paths, ", "))
 			return nil
 		},
 	}
@@ -127,6 +129,27 @@ func naiveCmd() *cobra.Command {
 
 // errRegression makes compare --fail exit non-zero.
 var errRegression = errors.New("regressions beyond the threshold")
+
+func reportCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "report RESULT.json",
+		Short: "Write a result file's Markdown and HTML report again, beside it (after the report format changed)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := bench.ReadResult(args[0])
+			if err != nil {
+				return err
+			}
+			res.ComputeRatios()
+			paths, err := res.WriteFiles(filepath.Dir(args[0]))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(paths, ", "))
+			return nil
+		},
+	}
+}
 
 func compareCmd() *cobra.Command {
 	var threshold float64

@@ -1,0 +1,38 @@
+(function () {
+  "use strict";
+  var d = JSON.parse(document.getElementById("bench-data").textContent);
+  function css(n) { return getComputedStyle(document.documentElement).getPropertyValue(n).trim(); }
+  function axis(label, extra) {
+    var g = css("--grid");
+    return Object.assign({ label: label, stroke: css("--fg"), grid: { stroke: g, width: 1 }, ticks: { stroke: g, width: 1 } }, extra || {});
+  }
+  function size(n) { return n >= 1e6 ? n / 1e6 + "M" : n >= 1e3 ? n / 1e3 + "k" : String(n); }
+  function line(label, color, extra) {
+    return Object.assign({ label: label, stroke: color, width: 2, points: { show: true, size: 7 } }, extra || {});
+  }
+  function plot(id, ylabel, series, data) {
+    var el = document.getElementById(id);
+    var o = {
+      width: Math.max(el.clientWidth, 280), height: 260,
+      // A log axis ticked at the measured sizes only; y from 0, so a gap between
+      // two lines is not exaggerated.
+      scales: { x: { time: false, distr: 3 }, y: { range: function (u, min, max) { return [0, max * 1.1]; } } },
+      axes: [axis("waiting", { splits: function () { return d.sizes; }, values: function (u, v) { return v.map(size); } }),
+        axis(ylabel, { size: 60 })],
+      series: [{ label: "waiting", value: function (u, v) { return v == null ? "" : size(v); } }].concat(series)
+    };
+    var u = new uPlot(o, [d.sizes].concat(data), el);
+    window.addEventListener("resize", function () { u.setSize({ width: Math.max(el.clientWidth, 280), height: 260 }); });
+  }
+  var dash = { dash: [6, 4] };
+  plot("join", "joins/s", [line("naive", css("--c2")), line("rushline", css("--c1")), line("floor", css("--muted"), dash)],
+    [d.join.naive, d.join.rushline, d.join.floor]);
+  plot("status", "reads/s", [line("naive", css("--c2")), line("rushline", css("--c1")), line("floor", css("--muted"), dash)],
+    [d.status.naive, d.status.rushline, d.status.floor]);
+  plot("p99", "ms", [line("join naive", css("--c2")), line("join rushline", css("--c1")),
+    line("status naive", css("--c2"), dash), line("status rushline", css("--c1"), dash)],
+    [d.join.naive_p99, d.join.rushline_p99, d.status.naive_p99, d.status.rushline_p99]);
+  plot("cpu", "µs per join", [line("naive server", css("--c2")), line("rushline server", css("--c1")),
+    line("Redis under naive", css("--c2"), dash), line("Redis under rushline", css("--c1"), dash)],
+    [d.cpu.naive_server, d.cpu.rushline_server, d.cpu.naive_redis, d.cpu.rushline_redis]);
+})();

@@ -1,0 +1,101 @@
+package bench
+
+import (
+	_ "embed"
+	"encoding/json"
+	"html/template"
+	"io"
+
+	"github.com/rushline/rushline/simulator/report"
+)
+
+var (
+	//go:embed assets/bench.html.tmpl
+	pageTmpl string
+	//go:embed assets/bench.js
+	pageJS string
+
+	page = template.Must(template.New("bench").Parse(pageTmpl))
+)
+
+type htmlRatio struct{ Name, Value, Target, Verdict string }
+
+type htmlView struct {
+	Host, Date, Setup, Load string
+	Ratios                  []htmlRatio
+	UPlotVersion            string
+	UPlotCSS                template.CSS
+	UPlotJS, AppJS, Data    template.JS
+}
+
+// chartOp is one operation's series over the sizes; nil where not measured.
+type chartOp struct {
+	Naive       []*float64 `json:"naive"`
+	Rushline    []*float64 `json:"rushline"`
+	Floor       []*float64 `json:"floor"`
+	NaiveP99    []*float64 `json:"naive_p99"`
+	RushlineP99 []*float64 `json:"rushline_p99"`
+}
+
+// chartData is what the page's charts draw.
+type chartData struct {
+	Sizes  []int   `json:"sizes"`
+	Join   chartOp `json:"join"`
+	Status chartOp `json:"status"`
+	CPU    struct {
+		NaiveServer    []*float64 `json:"naive_server"`
+		RushlineServer []*float64 `json:"rushline_server"`
+		NaiveRedis     []*float64 `json:"naive_redis"`
+		RushlineRedis  []*float64 `json:"rushline_redis"`
+	} `json:"cpu"`
+}
+
+// chart gathers the series of r's HTTP figures by size.
+func (r *Result) chart() chartData {
+	d := chartData{Sizes: r.Settings.Sizes}
+	at := func(server, op string, n int, f func(HTTPFigures) float64) *float64 {
+		h, ok := r.HTTPFor(server, op, n)
+		if !ok || f(h) == 0 {
+			return nil
+		}
+		v := f(h)
+		return &v
+	}
+	rps := func(h HTTPFigures) float64 { return h.RPS }
+	p99 := func(h HTTPFigures) float64 { return h.P99 }
+	for _, n := range d.Sizes {
+		for _, o := range []struct {
+			op string
+			c  *chartOp
+		}{{OpJoin, &d.Join}, {OpStatus, &d.Status}} {
+			o.c.Naive = append(o.c.Naive, at(ServerNaive, o.op, n, rps))
+			o.c.Rushline = append(o.c.Rushline, at(ServerRushline, o.op, n, rps))
+			o.c.Floor = append(o.c.Floor, at(ServerFloor, o.op, n, rps))
+			o.c.NaiveP99 = append(o.c.NaiveP99, at(ServerNaive, o.op, n, p99))
+			o.c.RushlineP99 = append(o.c.RushlineP99, at(ServerRushline, o.op, n, p99))
+		}
+		d.CPU.NaiveServer = append(d.CPU.NaiveServer, at(ServerNaive, OpJoin, n, func(h HTTPFigures) float64 { return h.ServerCPU }))
+		d.CPU.RushlineServer = append(d.CPU.RushlineServer, at(ServerRushline, OpJoin, n, func(h HTTPFigures) float64 { return h.ServerCPU }))
+		d.CPU.NaiveRedis = append(d.CPU.NaiveRedis, at(ServerNaive, OpJoin, n, func(h HTTPFigures) float64 { return h.RedisCPU }))
+		d.CPU.RushlineRedis = append(d.CPU.RushlineRedis, at(ServerRushline, OpJoin, n, func(h HTTPFigures) float64 { return h.RedisCPU }))
+	}
+	return d
+}
+
+// HTML writes the result as a self-contained page: charts of throughput,
+// p99 and CPU per request by line length, and the targets with their
+// verdicts. It needs no network.
+func HTML(w io.Writer, r *Result) error {
+	data, err := json.Marshal(r.chart())
+	if err != nil {
+		return err
+	}
+	ver, _, css, _ := report.UPlot()
+	v := htmlView{Host: r.Host, Date: r.Date.UTC().Format("2006-01-02 15:04 UTC"), Setup: setupLine(r), Load: loadLine(r),
+		UPlotVersion: ver, UPlotCSS: template.CSS(css), UPlotJS: template.JS(report.UPlotScript()),
+		AppJS: template.JS(pageJS), Data: template.JS(data)}
+	for _, x := range r.Ratios {
+		v.Ratios = append(v.Ratios, htmlRatio{Name: x.Name, Value: num(x.Value), Target: x.targetText(), Verdict: x.Verdict()})
+	}
+	return page.Execute(w, v)
+}

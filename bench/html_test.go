@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"html"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestHTML renders the fixture result: the chart data carries every size's
+// figures (the floor at the first size only), each ratio is a row with its
+// verdict, and the page loads nothing from the network.
+func TestHTML(t *testing.T) {
+	r := MustReadResult(t, "new.json")
+	var b bytes.Buffer
+	if err := HTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	page := html.UnescapeString(b.String())
+	m := regexp.MustCompile(`(?s)<script type="application/json" id="bench-data">(.*?)</script>`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("no chart data in the page")
+	}
+	var d chartData
+	if err := json.Unmarshal([]byte(m[1]), &d); err != nil {
+		t.Fatalf("chart data: %v", err)
+	}
+	n := len(r.Settings.Sizes)
+	for _, tc := range []struct {
+		name   string
+		series []*float64
+		want   []float64 // 0: no point
+	}{
+		{"join naive", d.Join.Naive, []float64{16000, 15800, 15500}},
+		{"join floor", d.Join.Floor, []float64{21000, 0, 0}},
+		{"status rushline p99", d.Status.RushlineP99, []float64{10.5, 11.8, 12.6}},
+		{"rushline server CPU per join", d.CPU.RushlineServer, []float64{69, 69, 69}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if len(tc.series) != n {
+				t.Fatalf("%d points, want %d", len(tc.series), n)
+			}
+			for i, p := range tc.series {
+				switch {
+				case tc.want[i] == 0 && p != nil:
+					t.Errorf("point %d = %v, want none", i, *p)
+				case tc.want[i] != 0 && (p == nil || *p != tc.want[i]):
+					t.Errorf("point %d = %v, want %v", i, p, tc.want[i])
+				}
+			}
+		})
+	}
+	for _, x := range r.Ratios {
+		if row := "<td>" + x.Name + "</td><td>" + num(x.Value) + "</td>"; !strings.Contains(page, row) {
+			t.Errorf("no row %q", row)
+		}
+	}
+	if !strings.Contains(page, `<td class="MISS">MISS</td>`) || !strings.Contains(page, `<td class="PASS">PASS</td>`) {
+		t.Error("verdicts are not marked")
+	}
+	if ext := regexp.MustCompile(`(src|href)=["']?(https?:)?//`).FindString(page); ext != "" {
+		t.Errorf("the page loads %q from the network", ext)
+	}
+}
