@@ -157,8 +157,16 @@ func walk(t *testing.T, srv *app.Server, c client) {
 	}
 }
 
-// MustAudit waits until the SQL audit trail holds want entries of event.
+// MustAudit waits until the SQL audit trail holds want entries of event,
+// the last of them no longer WAITING.
 func MustAudit(tb testing.TB, dataDir, event string, want int) []store.Entry {
+	tb.Helper()
+	return MustAuditWhere(tb, dataDir, event, want, func(es []store.Entry) bool { return es[want-1].Status != "WAITING" })
+}
+
+// MustAuditWhere waits until the SQL audit trail in dataDir holds want
+// entries of event and ok (nil: always) accepts them.
+func MustAuditWhere(tb testing.TB, dataDir, event string, want int, ok func([]store.Entry) bool) []store.Entry {
 	tb.Helper()
 	db, err := store.Open(context.Background(), "", dataDir)
 	if err != nil {
@@ -168,7 +176,7 @@ func MustAudit(tb testing.TB, dataDir, event string, want int) []store.Entry {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		entries, err := db.Entries(context.Background(), event)
-		if err == nil && len(entries) == want && entries[want-1].Status != "WAITING" {
+		if err == nil && len(entries) == want && (ok == nil || ok(entries)) {
 			return entries
 		}
 		if time.Now().After(deadline) {

@@ -6,12 +6,10 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-	"time"
 
 	"github.com/rushline/rushline/server/app"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/redisproc/redistest"
-	"github.com/rushline/rushline/server/store"
 )
 
 // TestRecoverAfterRestartSync: Redis loses its data and a server starts
@@ -43,7 +41,7 @@ func TestRecoverAfterRestartSync(t *testing.T) {
 		c.MustCall("POST", "/api/v1/events/"+event+"/queue", sim,
 			map[string]string{"user_type": "VIRTUAL", "bot_id": fmt.Sprintf("old-%d", i)}, 201, &old[i])
 	}
-	mustEntries(t, cfg.DataDir, event, len(old))
+	MustAuditWhere(t, cfg.DataDir, event, len(old), nil)
 	cancel()
 	if err := srv.Wait(); err != nil {
 		t.Fatal(err)
@@ -72,26 +70,5 @@ func TestRecoverAfterRestartSync(t *testing.T) {
 		if got.Status != "WAITING" || got.Position != i+1 {
 			t.Errorf("token %d after recovery: %+v, want WAITING at %d", i, got, i+1)
 		}
-	}
-}
-
-// mustEntries waits until the SQL audit trail in dataDir holds n entries of event.
-func mustEntries(tb testing.TB, dataDir, event string, n int) {
-	tb.Helper()
-	db, err := store.Open(context.Background(), "", dataDir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		entries, err := db.Entries(context.Background(), event)
-		if err == nil && len(entries) == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("audit trail has %d entries (%v), want %d", len(entries), err, n)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

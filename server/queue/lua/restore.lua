@@ -26,6 +26,27 @@
 -- Returns {'OK'}, {'MERGE', mark} from begin on a marked event, or {'EVENT_EXISTS'}
 -- from begin with nothing changed.
 local step = ARGV[3]
+
+-- put_attempt puts the W (waiting, in its lane) or A (active) attempt of the
+-- entries group at ARGV[i] back.
+local function put_attempt(i)
+  local seq, user, lane = ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
+  if ARGV[i] == 'W' then
+    if lane == 'p' then
+      redis.call('ZADD', K_P, seq, user)
+    else
+      redis.call('ZADD', K_W, seq, user)
+    end
+    return
+  end
+  local v = seq .. '|' .. ARGV[i + 4] .. '|' .. ARGV[i + 5]
+  if lane == 'p' then
+    v = v .. '|p'
+  end
+  redis.call('ZADD', K_A, ARGV[i + 3], user)
+  redis.call('HSET', K_AS, user, v)
+end
+
 if step == 'begin' then
   local mark = redis.call('HGET', K_CFG, 'recover')
   if ARGV[4] ~= '1' and mark then
@@ -47,19 +68,8 @@ elseif step == 'mentries' then
           redis.call('HEXISTS', K_AS, user) == 1 then
         redis.call('HSET', K_F, seq, 'L')
         redis.call('HINCRBY', K_N, 'left', 1)
-      elseif letter == 'W' then
-        if ARGV[i + 6] == 'p' then
-          redis.call('ZADD', K_P, seq, user)
-        else
-          redis.call('ZADD', K_W, seq, user)
-        end
       else
-        local v = seq .. '|' .. ARGV[i + 4] .. '|' .. ARGV[i + 5]
-        if ARGV[i + 6] == 'p' then
-          v = v .. '|p'
-        end
-        redis.call('ZADD', K_A, ARGV[i + 3], user)
-        redis.call('HSET', K_AS, user, v)
+        put_attempt(i)
       end
     else
       redis.call('HSETNX', K_F, seq, letter)
@@ -76,22 +86,11 @@ elseif step == 'mcounters' then
   redis.call('HDEL', K_CFG, 'recover')
 elseif step == 'entries' then
   for i = 4, #ARGV, 7 do
-    local letter, seq, user, lane = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
-    if letter == 'W' then
-      if lane == 'p' then
-        redis.call('ZADD', K_P, seq, user)
-      else
-        redis.call('ZADD', K_W, seq, user)
-      end
-    elseif letter == 'A' then
-      local v = seq .. '|' .. ARGV[i + 4] .. '|' .. ARGV[i + 5]
-      if lane == 'p' then
-        v = v .. '|p'
-      end
-      redis.call('ZADD', K_A, ARGV[i + 3], user)
-      redis.call('HSET', K_AS, user, v)
+    local letter = ARGV[i]
+    if letter == 'W' or letter == 'A' then
+      put_attempt(i)
     else
-      redis.call('HSET', K_F, seq, letter)
+      redis.call('HSET', K_F, ARGV[i + 1], letter)
     end
   end
 elseif step == 'seats' then
