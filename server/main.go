@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rushline/rushline/internal/didyoumean"
 	"github.com/rushline/rushline/server/app"
 	"github.com/rushline/rushline/server/ratelimit"
 	"github.com/rushline/rushline/web"
@@ -25,6 +26,22 @@ func env(name, def string) string {
 }
 
 func main() {
+	if err := rootCmd().ExecuteContext(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "rushline-server:", err)
+		os.Exit(1)
+	}
+}
+
+// addrAliases are the flags people try for --addr.
+var addrAliases = map[string]didyoumean.Alias{
+	"port":   {Flag: "addr", Example: "--addr :8080"},
+	"listen": {Flag: "addr", Example: "--addr :8080"},
+	"host":   {Flag: "addr", Example: "--addr 0.0.0.0:8080"},
+	"bind":   {Flag: "addr", Example: "--addr 0.0.0.0:8080"},
+}
+
+// rootCmd is rushline-server's command line.
+func rootCmd() *cobra.Command {
 	var (
 		cfg       app.Config
 		logFormat string
@@ -35,7 +52,7 @@ func main() {
 		Short:         "Serve the rushline waiting room",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		Args:          didyoumean.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logFormat)
 			if err != nil {
@@ -71,10 +88,8 @@ func main() {
 	_ = logLevel.UnmarshalText([]byte(env("RUSHLINE_LOG_LEVEL", "info")))
 	f.TextVar(logLevel, "log-level", logLevel, "debug, info, warn or error; debug adds a line per successful request ($RUSHLINE_LOG_LEVEL)")
 	root.AddCommand(recoverCmd())
-	if err := root.ExecuteContext(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "rushline-server:", err)
-		os.Exit(1)
-	}
+	didyoumean.Suggest(root, addrAliases)
+	return root
 }
 
 // logLevel is the least level logged (--log-level).

@@ -15,9 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/rushline/rushline/internal/didyoumean"
 	"github.com/rushline/rushline/simulator/engine"
 	"github.com/rushline/rushline/simulator/report"
-	"github.com/rushline/rushline/simulator/scenario"
 )
 
 // exitThresholds is the exit status of a run whose thresholds failed (as k6).
@@ -31,12 +31,9 @@ func env(name, def string) string {
 }
 
 func main() {
-	root := &cobra.Command{Use: "rushline-sim", Short: "Race scenario-driven bots through a rushline waiting room",
-		SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(runCmd(), validateCmd(), reportCmd(), planCmd())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	err := root.ExecuteContext(ctx)
+	err := rootCmd().ExecuteContext(ctx)
 	var failed thresholdsFailed
 	switch {
 	case errors.As(err, &failed):
@@ -48,30 +45,45 @@ func main() {
 	}
 }
 
+// rootCmd is rushline-sim's command line.
+func rootCmd() *cobra.Command {
+	root := &cobra.Command{Use: "rushline-sim", Short: "Race scenario-driven bots through a rushline waiting room",
+		SilenceUsage: true, SilenceErrors: true}
+	root.AddCommand(runCmd(), validateCmd(), scenariosCmd(), reportCmd(), planCmd())
+	didyoumean.Suggest(root, nil)
+	return root
+}
+
 type thresholdsFailed struct{ n int }
 
 func (t thresholdsFailed) Error() string { return fmt.Sprintf("%d threshold(s) failed", t.n) }
 
 func runCmd() *cobra.Command {
 	var (
-		cfg   engine.Config
-		shard string
-		out   string
+		cfg      engine.Config
+		shard    string
+		out      string
+		progress time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "run SCENARIO.yaml --target URL",
-		Short: "Run a scenario and write its reports (text on stdout, JSON and HTML files)",
+		Use:   "run SCENARIO.yaml|NAME --target URL",
+		Short: "Run a scenario file or a shipped scenario and write its reports (text on stdout, JSON and HTML files)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := scenario.Load(args[0])
+			sc, err := loadScenario(args[0])
 			if err != nil {
 				return err
 			}
 			if cfg.Shard, cfg.Shards, err = report.ParseShard(shard); err != nil {
 				return fmt.Errorf("--shard: %w", err)
 			}
-			if isTerminal(os.Stderr) {
-				cfg.Progress = os.Stderr
+			// A terminal gets a line redrawn each second; a pipe or a log
+			// file a line of its own every --progress.
+			switch errOut := cmd.ErrOrStderr(); {
+			case isTerminal(errOut):
+				cfg.Progress = errOut
+			case progress > 0:
+				cfg.Progress, cfg.ProgressEvery = errOut, progress
 			}
 			raw, runErr := engine.Run(cmd.Context(), sc, cfg)
 			if raw.EventID == "" {
@@ -81,7 +93,7 @@ func runCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := writeReports(rep, out, sc.Name, shard); err != nil {
+			if err := writeReports(cmd, rep, out, sc.Name, shard); err != nil {
 				return err
 			}
 			if runErr != nil && !errors.Is(runErr, context.Canceled) {
@@ -95,19 +107,20 @@ func runCmd() *cobra.Command {
 	f.StringVar(&cfg.SimulatorKey, "simulator-key", env("RUSHLINE_SIMULATOR_KEY", ""), "simulator key ($RUSHLINE_SIMULATOR_KEY)")
 	f.StringVar(&cfg.AdminKey, "admin-key", env("RUSHLINE_ADMIN_KEY", ""), "admin key, to create the event ($RUSHLINE_ADMIN_KEY)")
 	f.StringVar(&cfg.EventID, "event", "", "event id to create or use (overrides the scenario; needed to shard a run that creates its event)")
-	f.StringVar(&shard, "shard", "", "run shard i of n (e.g. 1/2); merge the shards' JSON with `report`")
+	f.StringVar(&shard, "shard", "", "run shard `I/N` of the arrivals (e.g. 1/2); merge the shards' JSON with rushline-sim report")
 	f.DurationVar(&cfg.Grace, "grace", engine.DefaultGrace, "how long to wait for bots still in flight after the last phase")
 	f.StringVar(&out, "out", ".", "folder for the JSON and HTML reports")
+	f.DurationVar(&progress, "progress", 5*time.Second, "when stderr is not a terminal, print a progress line this often (0: none); a terminal gets a live line")
 	return cmd
 }
 
 func validateCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:   "validate SCENARIO.yaml",
-		Short: "Check a scenario file; errors name the line and the field",
+		Use:   "validate SCENARIO.yaml|NAME",
+		Short: "Check a scenario file (or a shipped scenario); errors name the line and the field",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := scenario.Load(args[0])
+			sc, err := loadScenario(args[0])
 			if err != nil {
 				return err
 			}
@@ -149,7 +162,7 @@ func reportCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := writeReports(rep, out, name, "merged"); err != nil {
+			if err := writeReports(cmd, rep, out, name, "merged"); err != nil {
 				return err
 			}
 			return verdict(rep)
@@ -160,16 +173,17 @@ func reportCmd() *cobra.Command {
 	return cmd
 }
 
-// writeReports prints the text summary and writes the JSON and HTML files.
-func writeReports(rep *report.Report, dir, stem, suffix string) error {
-	if err := rep.WriteText(os.Stdout); err != nil {
+// writeReports prints the text summary on cmd's output and writes the JSON
+// and HTML files.
+func writeReports(cmd *cobra.Command, rep *report.Report, dir, stem, suffix string) error {
+	if err := rep.WriteText(cmd.OutOrStdout()); err != nil {
 		return err
 	}
 	base := stem + "-" + time.Now().Format("20060102-150405")
 	if suffix != "" {
 		base += "-" + strings.ReplaceAll(suffix, "/", "of")
 	}
-	return writeFiles(dir, outFile{base + ".json", rep.WriteJSON}, outFile{base + ".html", rep.WriteHTML})
+	return writeFiles(cmd.ErrOrStderr(), dir, outFile{base + ".json", rep.WriteJSON}, outFile{base + ".html", rep.WriteHTML})
 }
 
 // outFile is a file writeFiles writes: its name and what writes its content.
@@ -178,8 +192,8 @@ type outFile struct {
 	write func(io.Writer) error
 }
 
-// writeFiles creates dir and writes each file into it, naming each on stderr.
-func writeFiles(dir string, files ...outFile) error {
+// writeFiles creates dir and writes each file into it, naming each on log.
+func writeFiles(log io.Writer, dir string, files ...outFile) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -196,7 +210,7 @@ func writeFiles(dir string, files ...outFile) error {
 		if err != nil {
 			return fmt.Errorf("write %s: %w", path, err)
 		}
-		fmt.Fprintln(os.Stderr, "wrote", path)
+		fmt.Fprintln(log, "wrote", path)
 	}
 	return nil
 }
@@ -214,7 +228,12 @@ func verdict(rep *report.Report) error {
 	return thresholdsFailed{n}
 }
 
-func isTerminal(f *os.File) bool {
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -105,7 +105,7 @@ func runPlan(cmd *cobra.Command, args []string, o plan.Options, f *planFlags) er
 	}
 	if f.out != "" {
 		stem := "plan-" + p.Name
-		if err := writeFiles(f.out, outFile{stem + ".md", p.WriteMarkdown}, outFile{stem + ".html", p.WriteHTML}); err != nil {
+		if err := writeFiles(cmd.ErrOrStderr(), f.out, outFile{stem + ".md", p.WriteMarkdown}, outFile{stem + ".html", p.WriteHTML}); err != nil {
 			return err
 		}
 	}

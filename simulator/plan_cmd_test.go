@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,13 +10,8 @@ import (
 // MustPlan runs `rushline-sim plan args…` and returns its stdout and error.
 func MustPlan(tb testing.TB, args ...string) (string, error) {
 	tb.Helper()
-	cmd := planCmd()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	out, _, err := MustSim(tb, append([]string{"plan"}, args...)...)
+	return out, err
 }
 
 func TestPlanCmdErrors(t *testing.T) {

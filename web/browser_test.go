@@ -18,6 +18,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -88,7 +89,7 @@ func MustCall(tb testing.TB, method, url string, hdr map[string]string, body, ou
 }
 
 // browser is a headless Chromium tab that records the page's JavaScript
-// exceptions and console errors.
+// exceptions, console errors and Content-Security-Policy violations.
 type browser struct {
 	ctx      context.Context
 	mu       sync.Mutex
@@ -128,6 +129,12 @@ func MustBrowser(tb testing.TB, timeout time.Duration, width, height int) *brows
 		switch ev := ev.(type) {
 		case *runtime.EventExceptionThrown:
 			b.report("uncaught exception: " + exceptionText(ev.ExceptionDetails))
+		case *cdplog.EventEntryAdded:
+			// Content-Security-Policy violations (and other browser
+			// complaints about the page's safety) come this way.
+			if ev.Entry.Source == cdplog.EntrySourceSecurity || strings.Contains(ev.Entry.Text, "Content Security Policy") {
+				b.report("security: " + ev.Entry.Text)
+			}
 		case *runtime.EventConsoleAPICalled:
 			if ev.Type == runtime.ConsoleAPICalledTypeError {
 				parts := make([]string, 0, len(ev.Args))

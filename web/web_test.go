@@ -274,3 +274,24 @@ func TestOneOperatorUI(t *testing.T) {
 		t.Error("index.html does not link to the dashboard and the practice arena")
 	}
 }
+
+// inlineCode finds what the Content-Security-Policy (default-src 'self',
+// no 'unsafe-inline') refuses in a page: style attributes and elements,
+// scripts without src, event-handler attributes and javascript: URLs.
+var inlineCode = regexp.MustCompile(`(?is)\sstyle\s*=|<style\b|<script\b[^>]*>\s*[^<\s]|\son[a-z]+\s*=|javascript:`)
+
+// TestPagesHaveNoInlineCode: the pages run under the server's policy.
+func TestPagesHaveNoInlineCode(t *testing.T) {
+	names, err := fs.Glob(FS(), "*.html")
+	if err != nil || len(names) < 3 {
+		t.Fatalf("pages %v: %v", names, err)
+	}
+	for _, name := range names {
+		if m := inlineCode.FindString(mustRead(t, name)); m != "" {
+			t.Errorf("%s has inline code the Content-Security-Policy refuses: %q", name, m)
+		}
+	}
+	if !inlineCode.MatchString(`<p style="x">`) || !inlineCode.MatchString(`<script>go()</script>`) || inlineCode.MatchString(`<script src="/a.js"></script>`) {
+		t.Error("inlineCode misjudges its own examples")
+	}
+}

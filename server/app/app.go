@@ -129,26 +129,36 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if !httpapi.ValidBindDevice(cfg.BindDevice) {
 		return nil, fmt.Errorf("--bind-device must be off, cookie or ip, got %q", cfg.BindDevice)
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	keys, keysPath, err := auth.LoadOrCreate(cfg.DataDir, cfg.Keys)
+	// The port first: a second server on a busy port must fail before it
+	// writes keys, a database or a Redis AOF into a fresh data folder.
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("keys: %w", err)
+		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
-	signer, err := auth.NewSigner([]byte(keys.JWTSecret), []byte(keys.Service))
-	if err != nil {
-		return nil, fmt.Errorf("keys: %w", err)
-	}
-
-	var cleanups []func()
+	cleanups := []func(){func() { _ = ln.Close() }}
 	cleanup := func() {
 		for i := len(cleanups) - 1; i >= 0; i-- {
 			cleanups[i]()
 		}
 	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		cleanup()
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	keys, keysPath, err := auth.LoadOrCreate(cfg.DataDir, cfg.Keys)
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+	signer, err := auth.NewSigner([]byte(keys.JWTSecret), []byte(keys.Service))
+	if err != nil {
+		cleanup()
+		return nil, fmt.Errorf("keys: %w", err)
+	}
+
 	rdb, redisDesc, stopRedis, err := connectRedis(ctx, cfg, log)
 	if err != nil {
+		cleanup()
 		return nil, err
 	}
 	cleanups = append(cleanups, stopRedis)
@@ -178,11 +188,6 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		push.WithObserver(m), push.WithLogger(log))
 	cleanups = append(cleanups, hub.Close)
 
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		cleanup()
-		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
-	}
 	// Practice bots reach this very server through its HTTP API.
 	popts := []practice.Option{practice.WithLogger(log), practice.WithForgetter(m)}
 	if len(cfg.PracticeScenarios) > 0 {
@@ -190,7 +195,6 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	races, err := practice.New(eng, catalog, db, "http://"+loopback(ln.Addr()), keys.Simulator, popts...)
 	if err != nil {
-		_ = ln.Close()
 		cleanup()
 		return nil, err
 	}

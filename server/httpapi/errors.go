@@ -34,6 +34,9 @@ var statusOf = map[queue.Code]int{
 	practice.CodeRaceNotFinished: http.StatusConflict,
 }
 
+// errCodeKey holds, in the gin context, the code of the error fail answered.
+const errCodeKey = "rushline.error_code"
+
 // retryAfter is the Retry-After, in seconds, sent with 503s.
 const retryAfter = 1
 
@@ -71,6 +74,7 @@ func (s *Server) fail(c *gin.Context, err error) {
 		}
 	}
 	s.metrics.Errors.WithLabelValues(string(qe.Code)).Inc()
+	c.Set(errCodeKey, qe.Code) // for logAndMeasure's level
 	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: qe.Code, Message: qe.Message, Status: qe.Status}})
 }
 

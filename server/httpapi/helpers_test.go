@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -101,6 +102,8 @@ type FixtureOptions struct {
 	BindDevice string
 	// Queue adjust its engine, after the fixture's clock (e.g. queue.WithBatching).
 	Queue []queue.Option
+	// Logger gets the API's log lines; nil drops them.
+	Logger *slog.Logger
 }
 
 // MustServer starts a fixture; redis options (e.g. redistest.AppendOnly)
@@ -138,7 +141,7 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 		Keys:    testKeys,
 		Metrics: m,
 		Push:    hub,
-		Logger:  quiet,
+		Logger:  cmp.Or(o.Logger, quiet),
 		// FAST TRACK grants kept in the fixture's SQL and Redis.
 		Priority:   queue.NewPriority(st, eng),
 		BindDevice: o.BindDevice,

@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net/http"
 	"slices"
 	"strings"
@@ -162,7 +161,7 @@ func New(eng *queue.Engine, creator Creator, results Store, target, simKey strin
 			return nil, fmt.Errorf("practice: %w", err)
 		}
 		for _, sc := range all {
-			if c := sc.Event.Create; c != nil && c.Seats <= MaxSeats && plannedBots(sc) <= MaxBots {
+			if c := sc.Event.Create; c != nil && c.Seats <= MaxSeats && sc.PlannedBots() <= MaxBots {
 				s.scenarios = append(s.scenarios, sc)
 			}
 		}
@@ -194,25 +193,11 @@ type ScenarioInfo struct {
 func (s *Service) Scenarios() []ScenarioInfo {
 	out := make([]ScenarioInfo, 0, len(s.scenarios))
 	for _, sc := range s.scenarios {
-		out = append(out, ScenarioInfo{Name: sc.Name, Description: sc.Description, Bots: plannedBots(sc),
+		out = append(out, ScenarioInfo{Name: sc.Name, Description: sc.Description, Bots: sc.PlannedBots(),
 			Seats: sc.Event.Create.Seats, OpensInS: int(defaultOpensIn(sc) / time.Second)})
 	}
 	slices.SortFunc(out, func(a, b ScenarioInfo) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-// plannedBots is how many bots a scenario starts: its open phases' expected
-// arrivals plus its closed phases' concurrency.
-func plannedBots(sc *scenario.Scenario) int {
-	var n float64
-	for _, p := range sc.Phases {
-		if e := p.ExpectedArrivals(); e >= 0 {
-			n += e
-		} else {
-			n += float64(p.Concurrency)
-		}
-	}
-	return int(math.Round(n))
 }
 
 func defaultOpensIn(sc *scenario.Scenario) time.Duration {
@@ -265,7 +250,7 @@ func (s *Service) Start(ctx context.Context, userID, nickname, name string, open
 	opensAt := now.Add(opensIn).Truncate(time.Millisecond)
 	closesAt := opensAt.Add(window)
 
-	r := newRace(sc.Name, userID, nickname, plannedBots(sc), opensAt, closesAt, closesAt.Add(ttl+5*time.Second))
+	r := newRace(sc.Name, userID, nickname, sc.PlannedBots(), opensAt, closesAt, closesAt.Add(ttl+5*time.Second))
 	s.sweep(ctx, now)
 	s.mu.Lock()
 	if err := s.admit(userID, r.planned); err != nil {

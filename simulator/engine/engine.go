@@ -51,8 +51,11 @@ type Config struct {
 	EventID string
 	// Grace bounds the wait for bots in flight after the last phase.
 	Grace time.Duration
-	// Progress, when set, gets a live status line each second.
-	Progress io.Writer
+	// Progress, when set, gets a status line: redrawn in place each second
+	// (for a terminal) or, when ProgressEvery is set, a line of its own that
+	// often (for a pipe or a log file), and a last one at the end.
+	Progress      io.Writer
+	ProgressEvery time.Duration
 	// Opened, when set, is called with the event's opening time once the
 	// event is known, before the first arrival (practice mode uses it).
 	Opened func(eventID string, opensAt time.Time)
@@ -331,24 +334,42 @@ func (r *run) sample(ctx context.Context) {
 	}
 }
 
-// progress prints one status line a second.
+// progress prints the status line until ctx ends.
 func (r *run) progress(ctx context.Context) {
-	t := time.NewTicker(time.Second)
+	every, live := r.cfg.ProgressEvery, r.cfg.ProgressEvery <= 0
+	if live {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	start := time.Now()
+	last := start
 	var lastJoined, lastDone int64
+	status := func() string {
+		j, d, now := r.joined.Load(), r.done.Load(), time.Now()
+		secs := max(now.Sub(last).Seconds(), 1e-3)
+		line := fmt.Sprintf("%6s  bots %d  joined %d  waiting %d  active %d  done %d  |  %.0f joins/s  %.0f done/s",
+			now.Sub(start).Truncate(time.Second), r.arrived.Load(), j, r.waiting.Load(), r.active.Load(), d,
+			float64(j-lastJoined)/secs, float64(d-lastDone)/secs)
+		lastJoined, lastDone, last = j, d, now
+		return line
+	}
 	for {
 		select {
 		case <-ctx.Done():
-			fmt.Fprintln(r.cfg.Progress)
+			if live {
+				fmt.Fprintln(r.cfg.Progress) // keep the last redrawn line
+			} else {
+				fmt.Fprintln(r.cfg.Progress, status())
+			}
 			return
 		case <-t.C:
 		}
-		j, d := r.joined.Load(), r.done.Load()
-		fmt.Fprintf(r.cfg.Progress, "\r%6s  bots %d  joined %d  waiting %d  active %d  done %d  |  %d joins/s  %d done/s   ",
-			time.Since(start).Truncate(time.Second), r.arrived.Load(), j, r.waiting.Load(), r.active.Load(), d,
-			j-lastJoined, d-lastDone)
-		lastJoined, lastDone = j, d
+		if live {
+			fmt.Fprintf(r.cfg.Progress, "\r%s   ", status())
+		} else {
+			fmt.Fprintln(r.cfg.Progress, status())
+		}
 	}
 }
 

@@ -5,15 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/rushline/rushline/internal/didyoumean"
 )
 
 // Load reads, defaults and validates the scenario file at path. Problems in
@@ -301,45 +305,11 @@ func known(hs handlers) string {
 
 // suggest names the known field closest to a misspelt one.
 func suggest(name string, hs handlers) string {
-	best, bestD := "", 3
-	for k := range hs {
-		if dist := editDistance(name, k); dist < bestD || dist == bestD && k < best {
-			best, bestD = k, dist
-		}
-	}
+	best := didyoumean.Closest(name, slices.Collect(maps.Keys(hs))...)
 	if best == "" {
 		return ""
 	}
 	return fmt.Sprintf(" (did you mean %s?)", best)
-}
-
-// editDistance counts the edits (insert, delete, replace, swap of two
-// neighbours) that turn a into b.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 99
-	}
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 // scalar returns the value of e when it is a non-null scalar.

@@ -128,3 +128,17 @@ func (p Phase) ExpectedArrivals() float64 {
 	}
 	return 0
 }
+
+// PlannedBots is how many bots the scenario starts: its open phases'
+// expected arrivals plus its closed phases' concurrency, rounded.
+func (s *Scenario) PlannedBots() int {
+	var n float64
+	for _, p := range s.Phases {
+		if e := p.ExpectedArrivals(); e >= 0 {
+			n += e
+		} else {
+			n += float64(p.Concurrency)
+		}
+	}
+	return int(math.Round(n))
+}
