@@ -20,11 +20,12 @@ build:
 test: test-deps lint
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
-## lint: gofmt and go vet
+## lint: gofmt, go vet and staticcheck (a tool dependency in go.mod: `go tool staticcheck`)
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
 
 ## fuzz: every Fuzz* target under server/ and simulator/ for FUZZTIME each (go test -fuzz takes one target per run);
 ## new crashers land in the package's testdata/fuzz/<target>/, and plain `go test` replays them

@@ -6,7 +6,7 @@ import (
 	"html/template"
 	"io"
 
-	"github.com/rushline/rushline/simulator/report"
+	"github.com/rushline/rushline/internal/uplot"
 )
 
 var (
@@ -90,9 +90,8 @@ func HTML(w io.Writer, r *Result) error {
 	if err != nil {
 		return err
 	}
-	ver, _, css, _ := report.UPlot()
 	v := htmlView{Host: r.Host, Date: r.Date.UTC().Format("2006-01-02 15:04 UTC"), Setup: setupLine(r), Load: loadLine(r),
-		UPlotVersion: ver, UPlotCSS: template.CSS(css), UPlotJS: template.JS(report.UPlotScript()),
+		UPlotVersion: uplot.Version, UPlotCSS: template.CSS(uplot.CSS), UPlotJS: template.JS(uplot.Script()),
 		AppJS: template.JS(pageJS), Data: template.JS(data)}
 	for _, x := range r.Ratios {
 		v.Ratios = append(v.Ratios, htmlRatio{Name: x.Name, Value: num(x.Value), Target: x.targetText(), Verdict: x.Verdict()})

@@ -12,22 +12,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rushline/rushline/simulator/report"
+	"github.com/rushline/rushline/internal/uplot"
 )
 
 //go:embed static
 var static embed.FS
 
 // FS returns the pages, rooted at static/, with the chart library under
-// vendor/: the simulator report's copy of uPlot, so it is vendored once.
+// vendor/: the one vendored copy of uPlot (internal/uplot).
 func FS() fs.FS { return tree() }
 
 var tree = sync.OnceValue(func() fs.FS {
-	_, js, css, license := report.UPlot()
 	return newMemFS(static, "static", map[string]string{
-		"vendor/uPlot.iife.min.js": js,
-		"vendor/uPlot.min.css":     css,
-		"vendor/uPlot.LICENSE":     license,
+		"vendor/uPlot.iife.min.js": uplot.JS,
+		"vendor/uPlot.min.css":     uplot.CSS,
+		"vendor/uPlot.LICENSE":     uplot.License,
 	})
 })
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"go/build"
 	"io/fs"
 	"regexp"
 	"slices"
@@ -8,7 +9,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/rushline/rushline/simulator/report"
+	"github.com/rushline/rushline/internal/uplot"
 )
 
 // mustRead returns an embedded file's text.
@@ -203,7 +204,7 @@ func TestScriptsFindTheirElements(t *testing.T) {
 	}
 }
 
-// TestFSIsAValidFileSystem: the pages with the report's uPlot added under
+// TestFSIsAValidFileSystem: the pages with the shared uPlot added under
 // vendor/ behave as an fs.FS (open, stat, read, seek, list), which
 // http.ServeFileFS relies on.
 func TestFSIsAValidFileSystem(t *testing.T) {
@@ -213,19 +214,35 @@ func TestFSIsAValidFileSystem(t *testing.T) {
 	}
 }
 
-// TestUPlotIsTheReportsCopy: the pages serve the very uPlot the simulator
-// report inlines, not a second vendored copy.
-func TestUPlotIsTheReportsCopy(t *testing.T) {
-	_, js, css, license := report.UPlot()
+// TestUPlotIsTheSharedCopy: the pages serve the very uPlot the offline
+// reports inline (internal/uplot), not a second vendored copy.
+func TestUPlotIsTheSharedCopy(t *testing.T) {
 	for name, want := range map[string]string{
-		"vendor/uPlot.iife.min.js": js, "vendor/uPlot.min.css": css, "vendor/uPlot.LICENSE": license,
+		"vendor/uPlot.iife.min.js": uplot.JS, "vendor/uPlot.min.css": uplot.CSS, "vendor/uPlot.LICENSE": uplot.License,
 	} {
 		if got := mustRead(t, name); got != want {
-			t.Errorf("%s has %d bytes, the report's copy %d", name, len(got), len(want))
+			t.Errorf("%s has %d bytes, the shared copy %d", name, len(got), len(want))
 		}
 	}
 	if _, err := fs.Stat(static, "static/vendor"); err == nil {
-		t.Error("web/static/vendor exists: uPlot is vendored in simulator/report/assets only")
+		t.Error("web/static/vendor exists: uPlot is vendored in internal/uplot only")
+	}
+}
+
+// TestPagesNeedNoSimulator: the pages' package takes its chart library from
+// internal/uplot, not from a simulator package.
+func TestPagesNeedNoSimulator(t *testing.T) {
+	pkg, err := build.ImportDir(".", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(pkg.Imports, "github.com/rushline/rushline/internal/uplot") {
+		t.Errorf("imports %v, want internal/uplot among them", pkg.Imports)
+	}
+	for _, imp := range pkg.Imports {
+		if strings.HasPrefix(imp, "github.com/rushline/rushline/simulator") {
+			t.Errorf("web imports %s", imp)
+		}
 	}
 }
 

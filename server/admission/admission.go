@@ -32,18 +32,9 @@ type Observer interface {
 	Expired(eventID string, n int)
 }
 
-// Engine is the part of queue.Engine the runner needs.
-type Engine interface {
-	EventIDs(ctx context.Context) ([]string, error)
-	Expire(ctx context.Context, eventID, replica string, lease time.Duration) (queue.SweepResult, error)
-	Tick(ctx context.Context, eventID, replica string, lease time.Duration) (queue.TickResult, error)
-}
-
-var _ Engine = (*queue.Engine)(nil)
-
 // Runner drives admission for every event. Run it once per replica.
 type Runner struct {
-	eng      Engine
+	eng      *queue.Engine
 	replica  string
 	lease    time.Duration
 	sweep    time.Duration
@@ -72,7 +63,7 @@ func WithLogger(l *slog.Logger) Option { return func(r *Runner) { r.log = l } }
 
 // New returns a runner for replica, which must be unique among the replicas
 // sharing the Redis.
-func New(eng Engine, replica string, opts ...Option) *Runner {
+func New(eng *queue.Engine, replica string, opts ...Option) *Runner {
 	r := &Runner{eng: eng, replica: replica, lease: DefaultLease, sweep: DefaultSweep,
 		discover: DefaultDiscover, log: slog.Default()}
 	for _, o := range opts {

@@ -44,22 +44,10 @@ type Writer interface {
 	WriteRecords(ctx context.Context, recs []queue.Record) error
 }
 
-// Stream is the part of queue.Engine the worker reads from.
-type Stream interface {
-	EventIDs(ctx context.Context) ([]string, error)
-	EnsureGroup(ctx context.Context, eventID, group string) error
-	ReadGroup(ctx context.Context, eventID, group, consumer string, count int64) ([]queue.Record, error)
-	Claim(ctx context.Context, eventID, group, consumer string, idle time.Duration, count int64) (int, error)
-	Ack(ctx context.Context, eventID, group string, ids ...string) error
-	Trim(ctx context.Context, eventID, group string, keep time.Duration) (int64, error)
-}
-
-var _ Stream = (*queue.Engine)(nil)
-
 // Worker copies stream records to SQL. Run one per replica; the consumer
 // group shares the work. Not safe for concurrent Run calls.
 type Worker struct {
-	src      Stream
+	src      *queue.Engine
 	dst      Writer
 	consumer string
 	log      *slog.Logger
@@ -70,7 +58,7 @@ type Worker struct {
 }
 
 // New returns a worker named consumer (unique per replica).
-func New(src Stream, dst Writer, consumer string, log *slog.Logger) *Worker {
+func New(src *queue.Engine, dst Writer, consumer string, log *slog.Logger) *Worker {
 	if log == nil {
 		log = slog.Default()
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/rushline/rushline/server/practice"
 	"github.com/rushline/rushline/server/queue"
 )
 
@@ -18,9 +17,15 @@ var statusOf = map[queue.Code]int{
 	queue.CodeUnauthenticated:    http.StatusUnauthorized,
 	queue.CodeForbidden:          http.StatusForbidden,
 	queue.CodeTokenOwnerMismatch: http.StatusForbidden,
+	queue.CodeChallengeFailed:    http.StatusForbidden,
 	queue.CodeEventNotFound:      http.StatusNotFound,
 	queue.CodeTokenNotFound:      http.StatusNotFound,
 	queue.CodeSeatNotFound:       http.StatusNotFound,
+	queue.CodeDropNotFound:       http.StatusNotFound,
+	queue.CodeScenarioNotFound:   http.StatusNotFound,
+	queue.CodeResultNotFound:     http.StatusNotFound,
+	queue.CodeNotFound:           http.StatusNotFound,
+	queue.CodeMethodNotAllowed:   http.StatusMethodNotAllowed,
 	queue.CodeNotActive:          http.StatusConflict,
 	queue.CodeSeatTaken:          http.StatusConflict,
 	queue.CodeSoldOut:            http.StatusConflict,
@@ -28,10 +33,10 @@ var statusOf = map[queue.Code]int{
 	queue.CodeEventNotOpen:       http.StatusConflict,
 	queue.CodeEventExists:        http.StatusConflict,
 	queue.CodeDeviceBusy:         http.StatusConflict,
+	queue.CodeRaceNotFinished:    http.StatusConflict,
 	queue.CodeRateLimited:        http.StatusTooManyRequests,
 	queue.CodeUnavailable:        http.StatusServiceUnavailable,
 	queue.CodeInternal:           http.StatusInternalServerError,
-	practice.CodeRaceNotFinished: http.StatusConflict,
 }
 
 // errCodeKey holds, in the gin context, the code of the error fail answered.

@@ -137,9 +137,7 @@ func New(d Deps) *Server {
 	prof.GET("/trace", gin.WrapF(pprof.Trace))
 	prof.GET("/:name", func(c *gin.Context) { pprof.Handler(c.Param("name")).ServeHTTP(c.Writer, c.Request) })
 
-	r.NoMethod(func(c *gin.Context) {
-		c.AbortWithStatusJSON(http.StatusMethodNotAllowed, errorBody{Error: errorDetail{Code: queue.CodeBadRequest, Message: "method not allowed"}})
-	})
+	r.NoMethod(s.noMethod)
 	r.NoRoute(s.noRoute)
 	return s
 }
@@ -147,10 +145,19 @@ func New(d Deps) *Server {
 // Handler returns the HTTP handler.
 func (s *Server) Handler() http.Handler { return s.router }
 
+// noMethod answers a known path called with another method; gin has set
+// the Allow header already.
+func (s *Server) noMethod(c *gin.Context) {
+	s.fail(c, queue.Errorf(queue.CodeMethodNotAllowed, "this method is not allowed here; allowed: %s",
+		c.Writer.Header().Get("Allow")))
+}
+
+// noRoute serves the web pages for any other GET outside /api/ (index.html
+// for paths that name no file) and answers everything else as an API 404.
 func (s *Server) noRoute(c *gin.Context) {
 	p := c.Request.URL.Path
 	if s.Web == nil || strings.HasPrefix(p, "/api/") || c.Request.Method != http.MethodGet {
-		c.AbortWithStatusJSON(http.StatusNotFound, errorBody{Error: errorDetail{Code: "NOT_FOUND", Message: "no such route"}})
+		s.fail(c, queue.Errorf(queue.CodeNotFound, "no such route"))
 		return
 	}
 	name := strings.TrimPrefix(p, "/")

@@ -116,15 +116,9 @@ func (m *Metrics) Expired(eventID string, n int) {
 	m.ExpiredTotal.WithLabelValues(eventID).Add(float64(n))
 }
 
-// QueueSource lists events and their live counters for the gauges.
-type QueueSource interface {
-	Events(ctx context.Context) ([]queue.Event, error)
-	Stats(ctx context.Context, ev queue.Event) (queue.Stats, error)
-}
-
 // WatchQueues exports rushline_waiting and rushline_active per event, read
 // from src at each scrape: O(events) Redis calls, never per user.
-func (m *Metrics) WatchQueues(src QueueSource) {
+func (m *Metrics) WatchQueues(src *queue.Engine) {
 	m.Registry.MustRegister(&queueCollector{src: src})
 }
 
@@ -134,7 +128,7 @@ var (
 	soldDesc    = prometheus.NewDesc("rushline_sold", "Seats sold.", []string{"event"}, nil)
 )
 
-type queueCollector struct{ src QueueSource }
+type queueCollector struct{ src *queue.Engine }
 
 func (q *queueCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- waitingDesc

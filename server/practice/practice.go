@@ -63,9 +63,6 @@ const (
 	readChunk = 1000
 )
 
-// CodeRaceNotFinished answers a result asked for while the race runs.
-const CodeRaceNotFinished queue.Code = "RACE_NOT_FINISHED"
-
 // Phases of a race.
 const (
 	PhaseCountdown = "countdown"
@@ -525,7 +522,7 @@ func (s *Service) Live(ctx context.Context, eventID, userID string) (Live, error
 
 // Result returns the finished race eventID for its owner userID: from memory
 // with the bots' distribution, or from the database without it.
-// CodeRaceNotFinished while it runs.
+// queue.CodeRaceNotFinished while it runs.
 func (s *Service) Result(ctx context.Context, eventID, userID string) (Result, error) {
 	r, err := s.race(eventID, userID)
 	if queue.ErrorCode(err) == queue.CodeEventNotFound {
@@ -544,7 +541,7 @@ func (s *Service) Result(ctx context.Context, eventID, userID string) (Result, e
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.result == nil {
-		return Result{}, queue.Errorf(CodeRaceNotFinished, "the race is still running; the result is ready when every bot is done and your attempt has ended")
+		return Result{}, queue.Errorf(queue.CodeRaceNotFinished, "the race is still running; the result is ready when every bot is done and your attempt has ended")
 	}
 	return *r.result, nil
 }

@@ -22,7 +22,7 @@ const AdmissionsMaxChunks = 20
 // DefaultStreamMaxLen and the audit writer's trimming). Admissions older
 // than that are not listed.
 func (e *Engine) Admissions(ctx context.Context, eventID string, limit int) ([]Record, error) {
-	stream := Keys(eventID)[keyStream]
+	stream := key(eventID, keyStream)
 	out := make([]Record, 0, min(limit, admissionsChunk))
 	end := "+"
 	for chunk := 0; len(out) < limit && chunk < AdmissionsMaxChunks; chunk++ {

@@ -349,7 +349,8 @@ func reply(v any) ([]any, error) {
 // body's table, nil, or an error reply when the body raised, so one call's
 // failure leaves the others' answers alone, as separate calls would.
 func manyScript(body string) *redis.Script {
-	return redis.NewScript(luaLib + "local function one(ARGV)\n" + body + "\nend\n" + `
+	pre, _ := prelude(body)
+	return redis.NewScript(pre + "local function one(ARGV)\n" + body + "\nend\n" + `
 local out, i = {}, 4
 for c = 1, tonumber(ARGV[3]) do
   local n, a = tonumber(ARGV[i]), {}
@@ -370,6 +371,6 @@ return out
 
 // hot reports whether s runs per user request, and so is worth batching.
 // Admission and event scripts run a few times a second and go on their own.
-func hot(s *redis.Script) bool {
+func hot(s *luaScript) bool {
 	return s == scriptJoin || s == scriptVerify || s == scriptLeave || s == scriptOrder
 }

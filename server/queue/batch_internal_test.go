@@ -16,7 +16,7 @@ import (
 // probeBody is a test script: it logs ARGV[3] to a list and answers it with
 // its NOW, raises for "boom", answers nil for "nil" and hits a wrong type
 // for "wrongtype".
-const probeBody = `
+const probeBody = `-- KEYS: lease
 if ARGV[3] == 'boom' then error('boom') end
 if ARGV[3] == 'nil' then return nil end
 if ARGV[3] == 'wrongtype' then redis.call('HSET', K_LEASE, 'x', 1) end
@@ -25,11 +25,11 @@ return {ARGV[3], NOW}
 `
 
 // mustCalls builds calls of s, one per (event, arg) pair, each with its own now.
-func mustCalls(t *testing.T, s *redis.Script, pairs ...string) []*call {
+func mustCalls(t *testing.T, s *luaScript, pairs ...string) []*call {
 	t.Helper()
 	var cs []*call
 	for i := 0; i+1 < len(pairs); i += 2 {
-		cs = append(cs, &call{ctx: context.Background(), script: s, keys: Keys(pairs[i]),
+		cs = append(cs, &call{ctx: context.Background(), script: s.Script, keys: s.keysOf(pairs[i]),
 			args: []any{1000 + i, 100, pairs[i+1]}, done: make(chan struct{})})
 	}
 	return cs
@@ -40,7 +40,7 @@ func mustCalls(t *testing.T, s *redis.Script, pairs ...string) []*call {
 // else goes alone.
 func TestBatchGroups(t *testing.T) {
 	one, other := script(probeBody), script(probeBody)
-	b := &batcher{many: map[*redis.Script]*redis.Script{one: manyScript(probeBody)}}
+	b := &batcher{many: map[*redis.Script]*redis.Script{one.Script: manyScript(probeBody)}}
 	for _, tc := range []struct {
 		name  string
 		calls []*call
@@ -81,7 +81,7 @@ func TestBatchGroups(t *testing.T) {
 func TestBatchManyReplies(t *testing.T) {
 	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
 	one := script(probeBody)
-	b := newBatcher(rdb, Batching{Size: 64, InFlight: 1}, map[*redis.Script]*redis.Script{one: manyScript(probeBody)})
+	b := newBatcher(rdb, Batching{Size: 64, InFlight: 1}, map[*redis.Script]*redis.Script{one.Script: manyScript(probeBody)})
 	calls := mustCalls(t, one, "e1", "a", "e1", "boom", "e1", "nil", "e1", "b", "e1", "wrongtype", "e1", "c")
 	b.running = 1 // as takeLocked would count it
 	b.exec(calls)
@@ -114,7 +114,7 @@ func TestBatchManyReplies(t *testing.T) {
 			}
 		})
 	}
-	if got, err := rdb.LRange(context.Background(), Keys("e1")[keyLease], 0, -1).Result(); err != nil ||
+	if got, err := rdb.LRange(context.Background(), key("e1", keyLease), 0, -1).Result(); err != nil ||
 		strings.Join(got, ",") != "a,b,c" {
 		t.Errorf("log = %v, %v; want a,b,c", got, err)
 	}

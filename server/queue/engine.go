@@ -49,8 +49,6 @@ var (
 	luaRank string
 )
 
-func script(body string) *redis.Script { return redis.NewScript(luaLib + body) }
-
 var (
 	scriptJoin     = script(luaJoin)
 	scriptVerify   = script(luaVerify)
@@ -64,40 +62,18 @@ var (
 	// manyScripts are the many-call forms of the hot scripts that run per
 	// request on one event: the batcher sends a run of them as one call.
 	manyScripts = map[*redis.Script]*redis.Script{
-		scriptJoin:   manyScript(luaJoin),
-		scriptVerify: manyScript(luaVerify),
-		scriptLeave:  manyScript(luaLeave),
-		scriptOrder:  manyScript(luaOrder),
+		scriptJoin.Script:   manyScript(luaJoin),
+		scriptVerify.Script: manyScript(luaVerify),
+		scriptLeave.Script:  manyScript(luaLeave),
+		scriptOrder.Script:  manyScript(luaOrder),
 	}
 )
 
-// Keys returns the Redis keys of one event in the order every script expects
-// (see lua/lib.lua). They share the hash tag {ev:<id>}, so one slot holds them.
-func Keys(eventID string) []string {
-	p := "rl:{ev:" + eventID + "}:"
-	return []string{p + "cfg", p + "seq", p + "w", p + "a", p + "as", p + "f", p + "n", p + "st", p + "s", p + "lease",
-		p + "p", p + "pg", p + "dv"}
-}
-
-// Key indexes into Keys.
-const (
-	keyCfg = iota
-	keySeq
-	keyWaiting
-	keyActive
-	keyActiveSeq
-	keyFinished
-	keyCounters
-	keySeatsTaken
-	keyStream
-	keyLease
-	keyPriority
-	keyGrants
-	keyDevices
-)
-
-// Engine runs one Redis-held queue per event. Every state change is one Lua
-// script, so replicas sharing the Redis never disagree. Safe for concurrent use.
+// Engine runs one Redis-held queue per event. Every change to an attempt
+// (join, leave, order, expiry, promotion) is one atomic run of a Lua script
+// body, whether its call goes alone or in a run the batcher merges into one
+// script call, so replicas sharing the Redis never disagree. Safe for
+// concurrent use.
 type Engine struct {
 	rdb         redis.UniversalClient
 	tokens      tokenCodec
@@ -151,7 +127,7 @@ func (e *Engine) Close() {
 // Now returns the engine's clock reading.
 func (e *Engine) Now() time.Time { return e.now() }
 
-func (e *Engine) run(ctx context.Context, s *redis.Script, eventID string, args ...any) ([]any, error) {
+func (e *Engine) run(ctx context.Context, s *luaScript, eventID string, args ...any) ([]any, error) {
 	argv := make([]any, 0, 2+len(args))
 	argv = append(argv, e.now().UnixMilli(), e.maxLen)
 	argv = append(argv, args...)
@@ -160,9 +136,9 @@ func (e *Engine) run(ctx context.Context, s *redis.Script, eventID string, args 
 		err error
 	)
 	if e.batch != nil && hot(s) {
-		res, err = e.batch.do(ctx, s, Keys(eventID), argv)
+		res, err = e.batch.do(ctx, s.Script, s.keysOf(eventID), argv)
 	} else {
-		res, err = s.Run(ctx, e.rdb, Keys(eventID), argv...).Slice()
+		res, err = s.Run(ctx, e.rdb, s.keysOf(eventID), argv...).Slice()
 	}
 	if err != nil {
 		return nil, storeErr(ctx, err)
@@ -289,7 +265,7 @@ func (e *Engine) putEvent(ctx context.Context, ev Event, mode string, pre ...any
 
 // Event returns the definition of one event.
 func (e *Engine) Event(ctx context.Context, id string) (Event, error) {
-	js, err := e.rdb.HGet(ctx, Keys(id)[keyCfg], "json").Bytes()
+	js, err := e.rdb.HGet(ctx, key(id, keyCfg), "json").Bytes()
 	if errors.Is(err, redis.Nil) {
 		return Event{}, Errorf(CodeEventNotFound, "no event %q", id)
 	}
@@ -322,7 +298,7 @@ func (e *Engine) Events(ctx context.Context) ([]Event, error) {
 	cmds := make([]*redis.StringCmd, len(ids))
 	_, err = e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
-			cmds[i] = p.HGet(ctx, Keys(id)[keyCfg], "json")
+			cmds[i] = p.HGet(ctx, key(id, keyCfg), "json")
 		}
 		return nil
 	})
@@ -352,7 +328,6 @@ func (e *Engine) Events(ctx context.Context) ([]Event, error) {
 
 // Stats returns an event's live counters.
 func (e *Engine) Stats(ctx context.Context, ev Event) (Stats, error) {
-	k := Keys(ev.ID)
 	now := strconv.FormatInt(e.now().UnixMilli(), 10)
 	var (
 		waiting  *redis.IntCmd
@@ -362,11 +337,11 @@ func (e *Engine) Stats(ctx context.Context, ev Event) (Stats, error) {
 		sold     *redis.IntCmd
 	)
 	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		waiting = p.ZCard(ctx, k[keyWaiting])
-		priority = p.ZCard(ctx, k[keyPriority])
-		active = p.ZCount(ctx, k[keyActive], "("+now, "+inf")
-		admitted = p.HGet(ctx, k[keyCounters], "admitted")
-		sold = p.HLen(ctx, k[keySeatsTaken])
+		waiting = p.ZCard(ctx, key(ev.ID, keyWaiting))
+		priority = p.ZCard(ctx, key(ev.ID, keyPriority))
+		active = p.ZCount(ctx, key(ev.ID, keyActive), "("+now, "+inf")
+		admitted = p.HGet(ctx, key(ev.ID, keyCounters), "admitted")
+		sold = p.HLen(ctx, key(ev.ID, keySeatsTaken))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -450,8 +425,6 @@ func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOpt
 	case string(CodeEventClosed):
 		return Entry{}, false, Errorf(CodeEventClosed, "event %q is closed", eventID)
 	case string(CodeForbidden):
-		// Unknown and already redeemed codes answer alike, so the answer
-		// cannot be used to find out which codes exist.
 		return Entry{}, false, Errorf(CodeForbidden, ErrPriorityCodeInvalid)
 	case string(CodeDeviceBusy):
 		return Entry{}, false, Errorf(CodeDeviceBusy, "this device already holds a place in event %q", eventID)
@@ -468,7 +441,7 @@ func (e *Engine) open(ctx context.Context, eventID, token string) (int64, string
 	if ok {
 		return seq, user, nil
 	}
-	n, err := e.rdb.Exists(ctx, Keys(eventID)[keyCfg]).Result()
+	n, err := e.rdb.Exists(ctx, key(eventID, keyCfg)).Result()
 	if err != nil {
 		return 0, "", storeErr(ctx, err)
 	}
@@ -600,7 +573,7 @@ func (e *Engine) Seats(ctx context.Context, ev Event, token string) ([]Seat, err
 	if en.Status != StatusActive {
 		return nil, notActive(en.Status)
 	}
-	taken, err := e.rdb.HKeys(ctx, Keys(ev.ID)[keySeatsTaken]).Result()
+	taken, err := e.rdb.HKeys(ctx, key(ev.ID, keySeatsTaken)).Result()
 	if err != nil {
 		return nil, storeErr(ctx, err)
 	}
@@ -695,7 +668,7 @@ func (e *Engine) Tick(ctx context.Context, eventID, replica string, lease time.D
 // ReportLoad records the orders per second an outside order service reports
 // for the adaptive policy.
 func (e *Engine) ReportLoad(ctx context.Context, eventID string, tps float64) error {
-	err := e.rdb.HSet(ctx, Keys(eventID)[keyCounters], "load", tps, "load_at", e.now().UnixMilli()).Err()
+	err := e.rdb.HSet(ctx, key(eventID, keyCounters), "load", tps, "load_at", e.now().UnixMilli()).Err()
 	if err != nil {
 		return storeErr(ctx, err)
 	}

@@ -5,31 +5,50 @@ import (
 	"fmt"
 )
 
-// Code is a machine-readable error code from API.md.
+// Code is a machine-readable error code from API.md. Every code the API
+// answers is defined here, and server/httpapi/errors.go maps each to its
+// HTTP status.
 type Code string
 
-// Error codes (API.md, "Errors").
+// Error codes (API.md, "Errors"; API-next.md's additions; and the codes the
+// OpenAPI document lists as added).
 const (
 	CodeBadRequest         Code = "BAD_REQUEST"
 	CodeBodyTooLarge       Code = "BODY_TOO_LARGE"
 	CodeUnauthenticated    Code = "UNAUTHENTICATED"
 	CodeForbidden          Code = "FORBIDDEN"
 	CodeTokenOwnerMismatch Code = "TOKEN_OWNER_MISMATCH"
-	CodeEventNotFound      Code = "EVENT_NOT_FOUND"
-	CodeTokenNotFound      Code = "TOKEN_NOT_FOUND"
-	CodeSeatNotFound       Code = "SEAT_NOT_FOUND"
-	CodeNotActive          Code = "NOT_ACTIVE"
-	CodeSeatTaken          Code = "SEAT_TAKEN"
-	CodeSoldOut            Code = "SOLD_OUT"
-	CodeEventClosed        Code = "EVENT_CLOSED"
-	CodeEventNotOpen       Code = "EVENT_NOT_OPEN"
-	CodeEventExists        Code = "EVENT_EXISTS"
+	// CodeChallengeFailed: the event asks for proof of work and the join's
+	// solution is missing, wrong, expired or reused (API-next.md).
+	CodeChallengeFailed Code = "CHALLENGE_FAILED"
+	CodeEventNotFound   Code = "EVENT_NOT_FOUND"
+	CodeTokenNotFound   Code = "TOKEN_NOT_FOUND"
+	CodeSeatNotFound    Code = "SEAT_NOT_FOUND"
+	// CodeDropNotFound, CodeScenarioNotFound and CodeResultNotFound: an
+	// unknown practice drop or scenario, or no result for this person
+	// (API-next.md).
+	CodeDropNotFound     Code = "DROP_NOT_FOUND"
+	CodeScenarioNotFound Code = "SCENARIO_NOT_FOUND"
+	CodeResultNotFound   Code = "RESULT_NOT_FOUND"
+	// CodeNotFound: no route at this path.
+	CodeNotFound Code = "NOT_FOUND"
+	// CodeMethodNotAllowed: the path exists, but not for this method.
+	CodeMethodNotAllowed Code = "METHOD_NOT_ALLOWED"
+	CodeNotActive        Code = "NOT_ACTIVE"
+	CodeSeatTaken        Code = "SEAT_TAKEN"
+	CodeSoldOut          Code = "SOLD_OUT"
+	CodeEventClosed      Code = "EVENT_CLOSED"
+	CodeEventNotOpen     Code = "EVENT_NOT_OPEN"
+	CodeEventExists      Code = "EVENT_EXISTS"
 	// CodeDeviceBusy: with device binding on, the device already holds a
 	// live attempt in the event for another user.
-	CodeDeviceBusy  Code = "DEVICE_BUSY"
-	CodeRateLimited Code = "RATE_LIMITED"
-	CodeUnavailable Code = "UNAVAILABLE"
-	CodeInternal    Code = "INTERNAL"
+	CodeDeviceBusy Code = "DEVICE_BUSY"
+	// CodeRaceNotFinished: a practice race's result asked for while the
+	// race runs.
+	CodeRaceNotFinished Code = "RACE_NOT_FINISHED"
+	CodeRateLimited     Code = "RATE_LIMITED"
+	CodeUnavailable     Code = "UNAVAILABLE"
+	CodeInternal        Code = "INTERNAL"
 )
 
 // Error is the one coded error type of rushline. Adapters map Code to a

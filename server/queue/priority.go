@@ -190,16 +190,16 @@ func (e *Engine) PutGrants(ctx context.Context, eventID string, grants []Grant) 
 	if len(grants) == 0 {
 		return nil
 	}
-	key := Keys(eventID)[keyGrants]
+	hash := key(eventID, keyGrants)
 	_, err := e.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for _, g := range grants {
 			switch {
 			case g.Kind == GrantUser:
-				p.HSet(ctx, key, "u:"+g.Value, "1")
+				p.HSet(ctx, hash, "u:"+g.Value, "1")
 			case g.RedeemedBy != "":
-				p.HSet(ctx, key, "c:"+g.Value, g.RedeemedBy)
+				p.HSet(ctx, hash, "c:"+g.Value, g.RedeemedBy)
 			default:
-				p.HSetNX(ctx, key, "c:"+g.Value, "")
+				p.HSetNX(ctx, hash, "c:"+g.Value, "")
 			}
 		}
 		return nil
@@ -218,7 +218,7 @@ func (e *Engine) RevokeGrant(ctx context.Context, eventID string, kind GrantKind
 	if err != nil {
 		return false, err
 	}
-	n, err := e.rdb.HDel(ctx, Keys(eventID)[keyGrants], field).Result()
+	n, err := e.rdb.HDel(ctx, key(eventID, keyGrants), field).Result()
 	if err != nil {
 		return false, storeErr(ctx, err)
 	}
@@ -238,7 +238,7 @@ func grantField(kind GrantKind, value string) (string, error) {
 
 // Grants lists eventID's grants held in Redis, users then codes, each sorted.
 func (e *Engine) Grants(ctx context.Context, eventID string) ([]Grant, error) {
-	m, err := e.rdb.HGetAll(ctx, Keys(eventID)[keyGrants]).Result()
+	m, err := e.rdb.HGetAll(ctx, key(eventID, keyGrants)).Result()
 	if err != nil {
 		return nil, storeErr(ctx, err)
 	}

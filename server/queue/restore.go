@@ -173,7 +173,7 @@ const restoreLockTTL = 5 * time.Minute
 
 // RestoreLockKey is the lock a running Restore holds (SET NX PX), in the
 // event's slot.
-func RestoreLockKey(eventID string) string { return "rl:{ev:" + eventID + "}:restore" }
+func RestoreLockKey(eventID string) string { return keyOpen + eventID + keyClose + "restore" }
 
 var scriptUnlock = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 

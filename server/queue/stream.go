@@ -49,7 +49,7 @@ func parseRecords(eventID string, ms []redis.XMessage) []Record {
 
 // EnsureGroup creates consumer group on eventID's stream, reading from its start.
 func (e *Engine) EnsureGroup(ctx context.Context, eventID, group string) error {
-	err := e.rdb.XGroupCreateMkStream(ctx, Keys(eventID)[keyStream], group, "0").Err()
+	err := e.rdb.XGroupCreateMkStream(ctx, key(eventID, keyStream), group, "0").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 		return fmt.Errorf("queue: create group %s on %s: %w", group, eventID, storeErr(ctx, err))
 	}
@@ -59,7 +59,7 @@ func (e *Engine) EnsureGroup(ctx context.Context, eventID, group string) error {
 // ReadGroup returns up to count records for consumer in group: first those it
 // was given before and has not acknowledged, then new ones. It does not block.
 func (e *Engine) ReadGroup(ctx context.Context, eventID, group, consumer string, count int64) ([]Record, error) {
-	stream := Keys(eventID)[keyStream]
+	stream := key(eventID, keyStream)
 	for _, start := range []string{"0", ">"} {
 		res, err := e.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
 			Group: group, Consumer: consumer, Streams: []string{stream, start}, Count: count, Block: -1,
@@ -81,7 +81,7 @@ func (e *Engine) ReadGroup(ctx context.Context, eventID, group, consumer string,
 // longer than idle to consumer, so a dead replica's share is not lost.
 func (e *Engine) Claim(ctx context.Context, eventID, group, consumer string, idle time.Duration, count int64) (int, error) {
 	ms, _, err := e.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: Keys(eventID)[keyStream], Group: group, Consumer: consumer, MinIdle: idle, Start: "0-0", Count: count,
+		Stream: key(eventID, keyStream), Group: group, Consumer: consumer, MinIdle: idle, Start: "0-0", Count: count,
 	}).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("queue: claim %s: %w", eventID, storeErr(ctx, err))
@@ -94,7 +94,7 @@ func (e *Engine) Ack(ctx context.Context, eventID, group string, ids ...string) 
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := e.rdb.XAck(ctx, Keys(eventID)[keyStream], group, ids...).Err(); err != nil {
+	if err := e.rdb.XAck(ctx, key(eventID, keyStream), group, ids...).Err(); err != nil {
 		return fmt.Errorf("queue: ack %s: %w", eventID, storeErr(ctx, err))
 	}
 	return nil
@@ -106,7 +106,7 @@ func (e *Engine) Records(ctx context.Context, eventID, after string, count int64
 	if after != "" && after != "0" {
 		start = "(" + after
 	}
-	ms, err := e.rdb.XRangeN(ctx, Keys(eventID)[keyStream], start, "+", count).Result()
+	ms, err := e.rdb.XRangeN(ctx, key(eventID, keyStream), start, "+", count).Result()
 	if err != nil {
 		return nil, fmt.Errorf("queue: records %s: %w", eventID, storeErr(ctx, err))
 	}
@@ -117,7 +117,7 @@ func (e *Engine) Records(ctx context.Context, eventID, after string, count int64
 // for the first one; none (and no error) when block passes quietly. Each
 // call holds a connection for up to block: give tails a pool of their own.
 func (e *Engine) Tail(ctx context.Context, eventID, after string, count int64, block time.Duration) ([]Record, error) {
-	res, err := e.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{Keys(eventID)[keyStream], after}, Count: count, Block: block}).Result()
+	res, err := e.rdb.XRead(ctx, &redis.XReadArgs{Streams: []string{key(eventID, keyStream), after}, Count: count, Block: block}).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
@@ -132,7 +132,7 @@ func (e *Engine) Tail(ctx context.Context, eventID, after string, count int64, b
 
 // LastRecordID returns the id of the newest record of eventID ("0-0" if none).
 func (e *Engine) LastRecordID(ctx context.Context, eventID string) (string, error) {
-	ms, err := e.rdb.XRevRangeN(ctx, Keys(eventID)[keyStream], "+", "-", 1).Result()
+	ms, err := e.rdb.XRevRangeN(ctx, key(eventID, keyStream), "+", "-", 1).Result()
 	if err != nil {
 		return "", fmt.Errorf("queue: last record %s: %w", eventID, storeErr(ctx, err))
 	}
@@ -223,7 +223,7 @@ func splitID(id string) (uint64, uint64) {
 // than keep, and returns how many went. Unacknowledged records always stay:
 // the stream is the audit trail's buffer.
 func (e *Engine) Trim(ctx context.Context, eventID, group string, keep time.Duration) (int64, error) {
-	stream := Keys(eventID)[keyStream]
+	stream := key(eventID, keyStream)
 	groups, err := e.rdb.XInfoGroups(ctx, stream).Result()
 	if err != nil {
 		return 0, fmt.Errorf("queue: trim %s: %w", eventID, storeErr(ctx, err))

@@ -1,5 +1,5 @@
 // Package queue is rushline's waiting-room engine: per-event queues held in
-// Redis sorted sets, changed only by Lua scripts. It knows nothing of HTTP or
+// Redis sorted sets, whose attempts change only inside Lua scripts. It knows nothing of HTTP or
 // SQL; adapters live in sibling packages.
 package queue
 

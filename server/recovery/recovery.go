@@ -24,23 +24,6 @@ import (
 	"github.com/rushline/rushline/server/store"
 )
 
-// Source is the durable side recovery reads; store.Store implements it.
-type Source interface {
-	Event(ctx context.Context, id string) (queue.Event, error)
-	Entries(ctx context.Context, eventID string) ([]store.Entry, error)
-	Orders(ctx context.Context, eventID string) ([]store.Order, error)
-	Grants(ctx context.Context, eventID string) ([]queue.Grant, error)
-}
-
-var _ Source = (*store.Store)(nil)
-
-// Restorer writes a snapshot into Redis; queue.Engine implements it.
-type Restorer interface {
-	Restore(ctx context.Context, snap queue.Snapshot, force bool) error
-}
-
-var _ Restorer = (*queue.Engine)(nil)
-
 // Report counts what a recovery restored.
 type Report struct {
 	EventID  string `json:"event_id"`
@@ -67,7 +50,7 @@ func (r Report) String() string {
 // order of admission time, then lane (priority first), then seq: the order the
 // admission script numbers them in, as one tick admits the head of the
 // priority lane and then of the normal lane, each in seq order, at one instant.
-func Snapshot(ctx context.Context, src Source, eventID string) (queue.Snapshot, error) {
+func Snapshot(ctx context.Context, src *store.Store, eventID string) (queue.Snapshot, error) {
 	ev, err := src.Event(ctx, eventID)
 	if err != nil {
 		return queue.Snapshot{}, fmt.Errorf("recovery: %w", err)
@@ -126,7 +109,7 @@ func laneOrder(l queue.Lane) int {
 // starting server re-mirrored after the loss (its seq counter resumed from
 // the audit trail and marked as awaiting recovery) is merged into without
 // force: the audited line goes back in front of the joins made since.
-func Recover(ctx context.Context, src Source, dst Restorer, eventID string, force bool) (Report, error) {
+func Recover(ctx context.Context, src *store.Store, dst *queue.Engine, eventID string, force bool) (Report, error) {
 	snap, err := Snapshot(ctx, src, eventID)
 	if err != nil {
 		return Report{}, err

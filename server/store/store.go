@@ -163,10 +163,7 @@ func parseDatabaseURL(databaseURL, dataDir string) (dialect, dsn, dir string, er
 	case hasPrefixFold(u, "postgres://"), hasPrefixFold(u, "postgresql://"):
 		return DialectPostgres, u, "", nil
 	case hasPrefixFold(u, "sqlite:"):
-		p := u[len("sqlite:"):]
-		if strings.HasPrefix(p, "//") {
-			p = p[2:]
-		}
+		p := strings.TrimPrefix(u[len("sqlite:"):], "//")
 		path, _, _ := strings.Cut(p, "?")
 		if path == "" {
 			return "", "", "", errors.New("store: sqlite URL without a path")

@@ -6,7 +6,7 @@ import (
 	"html/template"
 	"io"
 
-	"github.com/rushline/rushline/simulator/report"
+	"github.com/rushline/rushline/internal/uplot"
 )
 
 var (
@@ -123,10 +123,9 @@ func (p *Plan) WriteHTML(w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ver, _, css, _ := report.UPlot()
 	v := htmlView{Name: p.Name, Sentence: p.Sentence(), Why: p.Why(), Within: p.Best().Within, Details: p.Details(),
-		Inputs: p.inputLines(), Head: sweepHead, UPlotVersion: ver, UPlotCSS: template.CSS(css),
-		UPlotJS: template.JS(report.UPlotScript()),
+		Inputs: p.inputLines(), Head: sweepHead, UPlotVersion: uplot.Version, UPlotCSS: template.CSS(uplot.CSS),
+		UPlotJS: template.JS(uplot.Script()),
 		AppJS:   template.JS(pageJS), Data: template.JS(data)}
 	for i, r := range p.Results {
 		v.Rows = append(v.Rows, htmlRow{Over: !r.Within, Cells: p.sweepRow(i)})

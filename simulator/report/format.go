@@ -88,9 +88,6 @@ func fmtValue(unit string, v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
-// fmtLimit writes a threshold's limit in its unit, e.g. "200.00ms" or "0.100%".
-func fmtLimit(t ThresholdResult) string { return fmtValue(t.Unit, t.Limit) }
-
 // fmtCodes lists status codes by number: "200×18 409×2".
 func fmtCodes(m map[string]int64) string {
 	keys := make([]string, 0, len(m))

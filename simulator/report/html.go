@@ -7,18 +7,11 @@ import (
 	"html/template"
 	"io"
 	"strings"
+
+	"github.com/rushline/rushline/internal/uplot"
 )
 
-// uplotVersion is the vendored uPlot (assets/README.md).
-const uplotVersion = "1.6.32"
-
 var (
-	//go:embed assets/uPlot.iife.min.js
-	uplotJS string
-	//go:embed assets/uPlot.min.css
-	uplotCSS string
-	//go:embed assets/uPlot.LICENSE
-	uplotLicense string
 	//go:embed assets/report.js
 	appJS string
 	//go:embed assets/report.css
@@ -114,11 +107,11 @@ func (r *Report) htmlView() (*htmlView, error) {
 		Title:        "rushline-sim report: " + r.Scenario,
 		Headline:     r.headline(),
 		Pass:         r.Passed(),
-		UPlotVersion: uplotVersion,
-		UPlotCSS:     template.CSS(uplotCSS),
+		UPlotVersion: uplot.Version,
+		UPlotCSS:     template.CSS(uplot.CSS),
 		CSS:          template.CSS(appCSS),
 		AppJS:        template.JS(appJS),
-		UPlotJS:      template.JS(UPlotScript()),
+		UPlotJS:      template.JS(uplot.Script()),
 		Figures:      r.figures(),
 	}
 	v.Identity = []figure{{"scenario", r.Scenario}, {"seed", fmt.Sprint(r.Seed)}, {"target", r.Target}, {"event", r.Event}}

@@ -1,6 +1,7 @@
 -- expire.lua: end every active window that has run out; run by the lease holder
 -- on a short sweep, independent of the admission interval.
--- KEYS and ARGV[1..2]: see lib.lua.
+-- KEYS: cfg, a, as, f, n, s, lease, dv (lib.lua describes each)
+-- ARGV[1..2]: see lib.lua.
 -- ARGV[3] replica id, ARGV[4] lease ms, ARGV[5] most to expire in one call
 -- Returns {'LEADER', expired, ms until the next admission tick is due}
 -- or {'FOLLOWER', lease ms left} or {'GONE'} when the event does not exist.

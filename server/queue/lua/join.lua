@@ -1,12 +1,13 @@
 -- join.lua: put a user in line, or return the attempt they already hold.
--- KEYS and ARGV[1..2]: see lib.lua.
+-- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv (lib.lua describes each)
+-- ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id, ARGV[4] priority code to redeem or "", ARGV[5] "1" to put
 -- the user in the priority lane without a grant (the simulator's VIRTUAL bots),
 -- ARGV[6] device id or "" when device binding is off
 -- Returns {result, status, seq, detail, waiting, admitted at, admission no, lane,
 --          admitted, rate, batch, interval}:
---   result NEW | EXISTS, or an error code with nothing changed (FORBIDDEN adds
---   "unknown" or "used" for a priority code);
+--   result NEW | EXISTS, or an error code alone; an error changes nothing but
+--   ending the user's run-out active window, which any call may do;
 --   detail is the 1-based place while WAITING, the expiry in ms when ACTIVE;
 --   lane is "p" for the priority lane, "" for the normal one.
 -- A live attempt is returned as it is, whatever code the call carries.
@@ -35,14 +36,9 @@ if as then
 end
 
 -- 403 outranks 409 (API.md): a bad code is refused before the window is checked.
-if code ~= '' then
-  local c = redis.call('HGET', K_PG, 'c:' .. code)
-  if not c then
-    return {'FORBIDDEN', 'unknown'}
-  end
-  if c ~= '' then
-    return {'FORBIDDEN', 'used'}
-  end
+-- Unknown and redeemed codes answer alike, so answers cannot find out which exist.
+if code ~= '' and redis.call('HGET', K_PG, 'c:' .. code) ~= '' then
+  return {'FORBIDDEN'}
 end
 
 local opens, closes = tonumber(cfg[4]) or 0, tonumber(cfg[5]) or 0

@@ -1,5 +1,6 @@
 -- leave.lua: give up a place in line or an active slot.
--- KEYS and ARGV[1..2]: see lib.lua.
+-- KEYS: cfg, w, a, as, f, n, s, p, dv (lib.lua describes each)
+-- ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id, ARGV[4] seq, ARGV[5] "1" when the caller owns the token
 -- Returns {'OK', previous status} or an error code with nothing changed.
 -- Leaving a finished attempt changes nothing and answers OK again. A left
@@ -9,12 +10,11 @@ if redis.call('EXISTS', K_CFG) == 0 then
   return {'EVENT_NOT_FOUND'}
 end
 local user, seq = ARGV[3], tonumber(ARGV[4])
-local st, refused = owned(user, seq, ARGV[5])
+local st, refused, lane = owned(user, seq, ARGV[5])
 if not st then
   return refused
 end
 if st == 'WAITING' then
-  local lane = waiting_place(user, seq)
   if lane == 'p' then
     redis.call('ZREM', K_P, user)
   else

@@ -1,32 +1,32 @@
 -- lib.lua: helpers prepended to every rushline script (not a script itself).
 --
--- Every script gets the same KEYS, all under one hash tag {ev:<id>}:
---   KEYS[1]  cfg    HASH   event config mirrored from SQL (capacity, batch, pshare, ...)
---   KEYS[2]  seq    STRING arrival sequence (INCR): the waiting score of both lanes
---   KEYS[3]  w      ZSET   waiting, normal lane: member user id, score seq
---   KEYS[4]  a      ZSET   active: member user id, score expiry (ms)
---   KEYS[5]  as     HASH   active user id -> "seq|admitted at ms|admission number[|p]" of the
---                          admitted attempt; the optional "|p" marks a priority-lane attempt
---   KEYS[6]  f      HASH   finished seq -> E (expired) | D (done) | L (left)
---   KEYS[7]  n      HASH   counters: joined, admitted, left, expired, done, rate, next_tick
---   KEYS[8]  st     HASH   seats taken: seat id -> user id|seq|order id
---   KEYS[9]  s      STREAM records: joined, admitted, expired, left, done; a priority-lane
---                          attempt's records carry l=p
---   KEYS[10] lease  STRING admission lease holder (SET NX PX)
---   KEYS[11] p      ZSET   waiting, priority lane (FAST TRACK): member user id, score seq
---   KEYS[12] pg     HASH   priority grants: "u:<user id>" -> "1"; "c:<code>" -> "" while
---                          unredeemed, the redeeming user id after
---   KEYS[13] dv     HASH   device binding: "d:<device>" -> user id, "u:<user id>" -> device,
---                          while that user holds a live attempt
--- and the same leading ARGV:
+-- Each script's header lists the keys it uses, by the names below; the script
+-- gets them as KEYS in that order, bound to the locals K_CFG, K_SEQ, ... before
+-- this file (queue.prelude), and the keys it does not list are nil. All of an
+-- event's keys share the hash tag {ev:<id>}, so one Redis Cluster slot holds them:
+--   cfg    HASH   event config mirrored from SQL (capacity, batch, pshare, ...)
+--   seq    STRING arrival sequence (INCR): the waiting score of both lanes
+--   w      ZSET   waiting, normal lane: member user id, score seq
+--   a      ZSET   active: member user id, score expiry (ms)
+--   as     HASH   active user id -> "seq|admitted at ms|admission number[|p]" of the
+--                 admitted attempt; the optional "|p" marks a priority-lane attempt
+--   f      HASH   finished seq -> E (expired) | D (done) | L (left)
+--   n      HASH   counters: joined, admitted, left, expired, done, rate, next_tick
+--   st     HASH   seats taken: seat id -> user id|seq|order id
+--   s      STREAM records: joined, admitted, expired, left, done; a priority-lane
+--                 attempt's records carry l=p
+--   lease  STRING admission lease holder (SET NX PX)
+--   p      ZSET   waiting, priority lane (FAST TRACK): member user id, score seq
+--   pg     HASH   priority grants: "u:<user id>" -> "1"; "c:<code>" -> "" while
+--                 unredeemed, the redeeming user id after
+--   dv     HASH   device binding: "d:<device>" -> user id, "u:<user id>" -> device,
+--                 while that user holds a live attempt
+-- Every script gets the same leading ARGV:
 --   ARGV[1] now in ms (the server's clock), ARGV[2] stream MAXLEN (approximate)
 -- Script-specific ARGV start at ARGV[3].
 --
 -- The waiting ZSETs are the per-user index: a user id is a member of at most
 -- one of them, once, so a second join finds the first instead of queueing twice.
-local K_CFG, K_SEQ, K_W, K_A, K_AS, K_F, K_N, K_ST, K_S, K_LEASE, K_P, K_PG, K_DV =
-  KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10],
-  KEYS[11], KEYS[12], KEYS[13]
 local NOW = tonumber(ARGV[1])
 local MAXLEN = ARGV[2]
 
@@ -182,20 +182,21 @@ local function state(user, seq)
   return nil, 0, 0, 0, ''
 end
 
--- owned returns the state of the attempt of user and seq when mine ("1")
--- says the caller owns it; otherwise nil and the error reply. An unknown
--- attempt outranks a stranger's (API.md's order: 404 before 403). Scripts
--- pass their own ARGV: helpers here never read it past ARGV[2], so that a
--- many-call run (see queue.manyScript) can hand each call its own.
+-- owned returns the state of the attempt of user and seq, nil and its lane
+-- ('p' or '') when mine ("1") says the caller owns it; otherwise nil and the
+-- error reply. An unknown attempt outranks a stranger's (API.md's order: 404
+-- before 403). Scripts pass their own ARGV: helpers here never read it past
+-- ARGV[2], so that a many-call run (see queue.manyScript) can hand each call
+-- its own.
 local function owned(user, seq, mine)
-  local st = state(user, seq)
+  local st, _, _, _, lane = state(user, seq)
   if not st then
     return nil, {'TOKEN_NOT_FOUND'}
   end
   if mine ~= '1' then
     return nil, {'TOKEN_OWNER_MISMATCH'}
   end
-  return st
+  return st, nil, lane
 end
 
 -- hold_lease claims or renews the admission lease for replica; false if another holds it.

@@ -1,5 +1,6 @@
 -- order.lua: buy one seat with an active token, atomically; the token becomes DONE.
--- KEYS and ARGV[1..2]: see lib.lua.
+-- KEYS: cfg, w, a, as, f, n, st, s, p, dv (lib.lua describes each)
+-- ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id, ARGV[4] seq, ARGV[5] "1" when the caller owns the token,
 -- ARGV[6] seat id (already checked to exist), ARGV[7] order id
 -- Returns {'OK'} or an error code (NOT_ACTIVE adds the status) with nothing changed.

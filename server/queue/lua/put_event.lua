@@ -1,5 +1,6 @@
 -- put_event.lua: mirror an event definition from SQL into Redis.
--- KEYS and ARGV[1..2]: see lib.lua.
+-- KEYS: cfg, seq (lib.lua describes each)
+-- ARGV[1..2]: see lib.lua.
 -- ARGV[3] mode: "create" fails on an existing event, "replace" overwrites it,
 --   "sync" is create for an event whose Redis state may be gone: ARGV[4] is the
 --   highest seq the audit trail holds; when above 0 the seq counter is raised

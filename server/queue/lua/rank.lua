@@ -2,7 +2,8 @@
 -- figures every local subscriber derives its place from, exact lane ranks for
 -- a few attempts (connects and periodic corrections), and the stream position
 -- all of it is exact at.
--- KEYS and ARGV[1..2]: see lib.lua.
+-- KEYS: cfg, w, n, s, p (lib.lua describes each)
+-- ARGV[1..2]: see lib.lua.
 -- ARGV[3..] user id, seq pairs to rank
 -- Returns {last stream id, waiting, admitted, rate, batch, interval, normal waiting,
 --          priority waiting, priority share ppm, (rank, lane)...}

@@ -1,5 +1,6 @@
 -- restore.lua: rebuild an event's queue state (after Redis lost it) in steps.
--- KEYS and ARGV[1..2]: see lib.lua.
+-- KEYS: cfg, seq, w, a, as, f, n, st, s, lease, p (lib.lua describes each)
+-- ARGV[1..2]: see lib.lua.
 -- ARGV[3] step:
 --   begin   ARGV[4] "1" to overwrite a live event, ARGV[5] the seq counter.
 --           An event marked as awaiting recovery (cfg field "recover" = the

@@ -1,5 +1,6 @@
 -- tick.lua: one admission tick: promote the head of the line into the active set.
--- KEYS and ARGV[1..2]: see lib.lua.
+-- KEYS: cfg, w, a, as, n, s, lease, p (lib.lua describes each)
+-- ARGV[1..2]: see lib.lua.
 -- ARGV[3] replica id, ARGV[4] lease ms, ARGV[5] ms after which a reported load figure is stale
 -- Returns {'OK', promoted, ms until the next tick, waiting left, room, load}, {'WAIT', ms},
 -- {'PAUSED', ms}, {'FOLLOWER', lease ms left} or {'GONE'}.

@@ -1,5 +1,6 @@
 -- verify.lua: look up one attempt; read-only. Serves status, verify and seats.
--- KEYS and ARGV[1..2]: see lib.lua.
+-- KEYS: cfg, w, a, as, f, n, p (lib.lua describes each)
+-- ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id, ARGV[4] seq (both from the signed token)
 -- Returns {status, detail, waiting, admitted at ms, admission no, lane, admitted_total, rate_milli, batch, interval_ms}
 -- or {'EVENT_NOT_FOUND'} / {'TOKEN_NOT_FOUND'}. detail is the 1-based place

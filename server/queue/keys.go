@@ -1,0 +1,139 @@
+package queue
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The keys of one event (lua/lib.lua describes each), as indexes into
+// keyNames and keyVars.
+const (
+	keyCfg = iota
+	keySeq
+	keyWaiting
+	keyActive
+	keyActiveSeq
+	keyFinished
+	keyCounters
+	keySeatsTaken
+	keyStream
+	keyLease
+	keyPriority
+	keyGrants
+	keyDevices
+	numKeys
+)
+
+var (
+	// keyNames end each key's name; the scripts' KEYS headers use them too.
+	keyNames = [numKeys]string{"cfg", "seq", "w", "a", "as", "f", "n", "st", "s", "lease", "p", "pg", "dv"}
+	// keyVars are the Lua locals lib.lua and the scripts know the keys by.
+	keyVars = [numKeys]string{"K_CFG", "K_SEQ", "K_W", "K_A", "K_AS", "K_F", "K_N", "K_ST", "K_S", "K_LEASE",
+		"K_P", "K_PG", "K_DV"}
+)
+
+// Every key of an event is keyOpen + id + keyClose + its name. The hash tag
+// {ev:<id>} puts all of an event's keys in one Redis Cluster slot, so one
+// script may use them all.
+const keyOpen, keyClose = "rl:{ev:", "}:"
+
+// key returns one key of eventID.
+func key(eventID string, k int) string { return keyOpen + eventID + keyClose + keyNames[k] }
+
+// Keys returns every Redis key of one event, in keyNames' order (lib.lua's).
+func Keys(eventID string) []string {
+	out := make([]string, numKeys)
+	for k := range out {
+		out[k] = key(eventID, k)
+	}
+	return out
+}
+
+// luaScript is one script of lua/, run with lib.lua, on the keys its header
+// names.
+type luaScript struct {
+	*redis.Script
+	// keys are its KEYS in order, as indexes into keyNames.
+	keys []int
+}
+
+// script builds the script of body, run after its prelude.
+func script(body string) *luaScript {
+	pre, keys := prelude(body)
+	return &luaScript{Script: redis.NewScript(pre + body), keys: keys}
+}
+
+// prelude is what runs before a script body: one line that binds each key
+// of the body's KEYS header to its local (K_CFG, ...) and leaves the others
+// nil, then lib.lua. It also returns the header's keys in order. A header
+// line "-- KEYS: cfg, w, n (…)" names them; a body without one, or naming an
+// unknown key, is a programming error and panics.
+func prelude(body string) (string, []int) {
+	keys := headerKeys(body)
+	var vals [numKeys]string
+	for k := range vals {
+		vals[k] = "nil"
+	}
+	for i, k := range keys {
+		vals[k] = fmt.Sprintf("KEYS[%d]", i+1)
+	}
+	return "local " + strings.Join(keyVars[:], ", ") + " = " + strings.Join(vals[:], ", ") + "\n" + luaLib, keys
+}
+
+// headerKeys reads the KEYS header line of a script body.
+func headerKeys(body string) []int {
+	for line := range strings.Lines(body) {
+		list, ok := strings.CutPrefix(line, "-- KEYS:")
+		if !ok {
+			continue
+		}
+		list, _, _ = strings.Cut(list, "(")
+		var keys []int
+		for name := range strings.SplitSeq(list, ",") {
+			k := keyIndex(strings.TrimSpace(name))
+			if k < 0 {
+				panic(fmt.Sprintf("queue: script header names unknown key %q: %s", name, line))
+			}
+			keys = append(keys, k)
+		}
+		return keys
+	}
+	panic("queue: script without a KEYS header: " + strings.SplitN(body, "\n", 2)[0])
+}
+
+func keyIndex(name string) int {
+	for k, n := range keyNames {
+		if n == name {
+			return k
+		}
+	}
+	return -1
+}
+
+// keysOf returns the script's KEYS for eventID. It builds them in one string
+// and slices it, so a call costs two allocations whatever the key count.
+func (s *luaScript) keysOf(eventID string) []string {
+	size := 0
+	for _, k := range s.keys {
+		size += len(keyOpen) + len(eventID) + len(keyClose) + len(keyNames[k])
+	}
+	var b strings.Builder
+	b.Grow(size)
+	for _, k := range s.keys {
+		b.WriteString(keyOpen)
+		b.WriteString(eventID)
+		b.WriteString(keyClose)
+		b.WriteString(keyNames[k])
+	}
+	all := b.String()
+	out := make([]string, len(s.keys))
+	at := 0
+	for i, k := range s.keys {
+		n := len(keyOpen) + len(eventID) + len(keyClose) + len(keyNames[k])
+		out[i] = all[at : at+n]
+		at += n
+	}
+	return out
+}
