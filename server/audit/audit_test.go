@@ -23,9 +23,9 @@ type flaky struct {
 	down atomic.Bool
 }
 
-func (f *flaky) WriteRecords(ctx context.Context, recs []queue.Record) error {
+func (f *flaky) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.Conflict, error) {
 	if f.down.Load() {
-		return errors.New("database away")
+		return nil, errors.New("database away")
 	}
 	return f.Store.WriteRecords(ctx, recs)
 }
@@ -224,14 +224,15 @@ type batches struct {
 	sizes []int
 }
 
-func (b *batches) WriteRecords(ctx context.Context, recs []queue.Record) error {
-	if err := b.Store.WriteRecords(ctx, recs); err != nil {
-		return err
+func (b *batches) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.Conflict, error) {
+	c, err := b.Store.WriteRecords(ctx, recs)
+	if err != nil {
+		return nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.sizes = append(b.sizes, len(recs))
-	return nil
+	return c, nil
 }
 
 func (b *batches) written() (total int, sizes []int) {

@@ -103,11 +103,16 @@ var lossCases = []struct {
 		after: func(testing.TB, *rig) {},
 	},
 	{
-		// A server started meanwhile and mirrored the stored definition.
-		name: "definition mirrored by a starting server",
+		// An admin changed the event meanwhile: the change fails (503) and
+		// does not bring the event back empty.
+		name: "definition changed meanwhile",
 		after: func(tb testing.TB, r *rig) {
-			if _, err := queue.NewCatalog(r.db, r.eng).Sync(r.ctx); err != nil {
-				tb.Fatal(err)
+			_, err := queue.NewCatalog(r.db, r.eng).Update(r.ctx, r.ev.ID, func(e *queue.Event) { e.Paused = true })
+			if queue.ErrorCode(err) != queue.CodeEventNotFound {
+				tb.Fatalf("changing a lost event: %v, want %s from an engine without WithLost", err, queue.CodeEventNotFound)
+			}
+			if n := r.rdb.Exists(r.ctx, queue.Keys(r.ev.ID)...).Val(); n != 0 {
+				tb.Fatalf("the change left %d keys of the lost event", n)
 			}
 		},
 	},
@@ -177,7 +182,9 @@ func TestRecoverAfterDataLoss(t *testing.T) {
 				if err != nil {
 					t.Fatalf("recover: %v", err)
 				}
-				want := recovery.Report{EventID: r.ev.ID, Waiting: 33, Active: 7, Done: 2, Left: 2, Admitted: 10, Seats: 2, Grants: 1, MaxSeq: n + 4}
+				// The counters resume at the caps reserved at the create.
+				want := recovery.Report{EventID: r.ev.ID, Waiting: 33, Active: 7, Done: 2, Left: 2, Admitted: queue.AdmitBlock,
+					Seats: 2, Grants: 1, MaxSeq: queue.SeqBlock}
 				if rep != want {
 					t.Fatalf("report %+v, want %+v", rep, want)
 				}
@@ -191,8 +198,10 @@ func TestRecoverAfterDataLoss(t *testing.T) {
 						t.Errorf("token %d: after recovery %+v, before %+v", i, got, b)
 					}
 				}
+				// admitted_total counts on from where admission numbers resume.
+				stats.AdmittedTotal = queue.AdmitBlock
 				if after, err := r.eng.Stats(r.ctx, r.ev); err != nil || after != stats {
-					t.Fatalf("stats after recovery %+v (%v), before %+v", after, err, stats)
+					t.Fatalf("stats after recovery %+v (%v), want %+v", after, err, stats)
 				}
 
 				// A second recovery refuses to overwrite the live event, unless forced.
@@ -205,10 +214,11 @@ func TestRecoverAfterDataLoss(t *testing.T) {
 					t.Fatalf("the first tick after recovery admitted %d, want 5", got)
 				}
 				// FIFO goes on exactly, in each lane: the priority share (3 of
-				// 5) p_0..p_2 first, then u_10 and u_11.
+				// 5) p_0..p_2 first, then u_10 and u_11, numbered past every
+				// admission number the lost state can have handed out.
 				for i, tok := range []string{tokens[n], tokens[n+1], tokens[n+2], tokens[10], tokens[11]} {
-					if st := r.MustStatus(t, tok); st.Status != queue.StatusActive || st.AdmissionNo != int64(11+i) {
-						t.Fatalf("%s after the first tick: %+v, want ACTIVE as admission %d", st.UserID, st, 11+i)
+					if st := r.MustStatus(t, tok); st.Status != queue.StatusActive || st.AdmissionNo != int64(queue.AdmitBlock+1+i) {
+						t.Fatalf("%s after the first tick: %+v, want ACTIVE as admission %d", st.UserID, st, queue.AdmitBlock+1+i)
 					}
 				}
 				p3, u12 := r.MustStatus(t, tokens[n+3]), r.MustStatus(t, tokens[12])
@@ -225,8 +235,8 @@ func TestRecoverAfterDataLoss(t *testing.T) {
 				}
 				// A new join queues behind everyone, with a fresh seq.
 				en, created, err := r.eng.Join(r.ctx, r.ev.ID, "u_new")
-				if err != nil || !created || en.Seq != n+5 || en.Status != queue.StatusWaiting || en.Position != en.Waiting {
-					t.Fatalf("join after recovery: %+v, created %v, %v; want seq %d at the back", en, created, err, n+5)
+				if err != nil || !created || en.Seq != queue.SeqBlock+1 || en.Status != queue.StatusWaiting || en.Position != en.Waiting {
+					t.Fatalf("join after recovery: %+v, created %v, %v; want seq %d at the back", en, created, err, queue.SeqBlock+1)
 				}
 				// The grant survived: u_vip waits in the priority lane.
 				if en, _, err := r.eng.Join(r.ctx, r.ev.ID, "u_vip"); err != nil || en.Lane != queue.LanePriority {
@@ -247,7 +257,7 @@ func TestRecoverAfterDataLoss(t *testing.T) {
 				if _, err := recovery.Recover(r.ctx, r.db, r.eng, r.ev.ID, true); err != nil {
 					t.Fatalf("forced recover: %v", err)
 				}
-				if st := r.MustStatus(t, tokens[11]); st.Status != queue.StatusActive || st.AdmissionNo != 15 {
+				if st := r.MustStatus(t, tokens[11]); st.Status != queue.StatusActive || st.AdmissionNo != queue.AdmitBlock+5 {
 					t.Fatalf("u_11 after a forced recovery: %+v", st)
 				}
 				if st := r.MustStatus(t, tokens[n+3]); st.Status != queue.StatusWaiting || st.Position != 1 {
