@@ -58,6 +58,9 @@ type Keeper struct {
 
 	mu    sync.RWMutex
 	known map[string]queue.Incarnation // SQL's events at the last look; nil before the first
+	// absent holds ids SQL lacked when Lost asked it, until the next look, so
+	// that requests for unknown events cost SQL one query per id and look.
+	absent map[string]bool
 	// warned holds the events whose Redis mark differs from SQL's, said once.
 	warned map[string]bool
 }
@@ -66,23 +69,38 @@ type Keeper struct {
 // (unique among the replicas, it names the lease holder).
 func NewKeeper(src Watched, eng *queue.Engine, cat *queue.Catalog, replica string, opts ...KeeperOption) *Keeper {
 	k := &Keeper{src: src, eng: eng, cat: cat, replica: replica, every: DefaultEvery, log: slog.Default(),
-		nudge: make(chan struct{}, 1), warned: map[string]bool{}}
+		nudge: make(chan struct{}, 1), warned: map[string]bool{}, absent: map[string]bool{}}
 	for _, o := range opts {
 		o(k)
 	}
 	return k
 }
 
+// maxAbsent bounds the ids Lost remembers SQL lacked between two looks.
+const maxAbsent = 10_000
+
 // Lost reports whether eventID, which Redis lacks, is an event SQL holds,
-// and has the keeper look at once. Before SQL has answered once it cannot
-// tell and says yes: a 503 is the safe answer then.
-func (k *Keeper) Lost(_ context.Context, eventID string) bool {
+// and has the keeper look at once. It asks SQL about an id created since the
+// last look. When SQL cannot tell, it says yes: a 503 is the safe answer.
+func (k *Keeper) Lost(ctx context.Context, eventID string) bool {
 	k.mu.RLock()
-	known := k.known
-	_, ok := known[eventID]
+	_, ok := k.known[eventID]
+	absent := k.absent[eventID]
 	k.mu.RUnlock()
-	if known != nil && !ok {
+	if absent {
 		return false
+	}
+	if !ok {
+		_, err := k.src.Event(ctx, eventID)
+		if queue.ErrorCode(err) == queue.CodeEventNotFound {
+			k.mu.Lock()
+			if len(k.absent) >= maxAbsent {
+				clear(k.absent)
+			}
+			k.absent[eventID] = true
+			k.mu.Unlock()
+			return false
+		}
 	}
 	select {
 	case k.nudge <- struct{}{}:
@@ -99,6 +117,7 @@ func (k *Keeper) Load(ctx context.Context) (map[string]queue.Incarnation, error)
 	}
 	k.mu.Lock()
 	k.known = incs
+	clear(k.absent)
 	k.mu.Unlock()
 	return incs, nil
 }

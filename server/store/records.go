@@ -88,7 +88,7 @@ func pick(col string) string {
 // The multi-row INSERTs WriteRecords runs.
 var (
 	insertEntries = &bulkInsert{
-		table:  "entries",
+		table: "entries",
 		cols: []string{"event_id", "seq", "user_id", "user_type", "status", "status_at", "joined_at", "admitted_at", "finished_at", "lane",
 			"admission_no"},
 		suffix: entryUpsert,
