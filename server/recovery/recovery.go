@@ -162,11 +162,15 @@ func rebuild(ctx context.Context, src Source, eng *queue.Engine, l *queue.Restor
 		return Report{}, queue.Errorf(queue.CodeEventExists,
 			"event %q has live queue state in Redis; recover refuses to overwrite it without force", eventID)
 	}
-	at, err := eng.RedisTime(ctx)
+	// The fence is the next millisecond of Redis's clock: every record of
+	// the lost state is stamped before it, and the restore waits for it, so
+	// every record of the new state is stamped at it or after.
+	now, err := eng.RedisTime(ctx)
 	if err != nil {
 		return Report{}, fmt.Errorf("recovery: %w", err)
 	}
-	old, inc, err := src.Reincarnate(ctx, eventID, queue.NewMark(), at)
+	fence := now.Truncate(time.Millisecond).Add(time.Millisecond)
+	old, inc, err := src.Reincarnate(ctx, eventID, queue.NewMark(), fence)
 	if err != nil {
 		return Report{}, fmt.Errorf("recovery: %w", err)
 	}
@@ -177,6 +181,12 @@ func rebuild(ctx context.Context, src Source, eng *queue.Engine, l *queue.Restor
 	snap.MaxSeq = max(snap.MaxSeq, old.SeqCap)
 	snap.Admitted = old.AdmitCap
 	snap.Incarnation = inc
+	for now.Before(fence) {
+		time.Sleep(fence.Sub(now))
+		if now, err = eng.RedisTime(ctx); err != nil {
+			return Report{}, fmt.Errorf("recovery: %w", err)
+		}
+	}
 	if err := eng.RestoreLeased(ctx, l, snap, true); err != nil {
 		return Report{}, fmt.Errorf("recovery: %w", err)
 	}
