@@ -162,6 +162,22 @@ func rebuild(ctx context.Context, src Source, eng *queue.Engine, l *queue.Restor
 		return Report{}, queue.Errorf(queue.CodeEventExists,
 			"event %q has live queue state in Redis; recover refuses to overwrite it without force", eventID)
 	}
+	// Reading a long line from SQL may outlast the lease: keep it meanwhile
+	// (the restore renews it before every step as well).
+	hold, release := context.WithCancel(ctx)
+	defer release()
+	go func() {
+		t := time.NewTicker(queue.DefaultRestoreLease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-hold.Done():
+				return
+			case <-t.C:
+				_ = l.Renew(hold)
+			}
+		}
+	}()
 	// The fence is the next millisecond of Redis's clock: every record of
 	// the lost state is stamped before it, and the restore waits for it, so
 	// every record of the new state is stamped at it or after.
