@@ -287,6 +287,9 @@ type joinSeen struct {
 // Joins answered in the audit write-behind's window before the flush are
 // lost: the test measures that window.
 func TestFlushAllUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("FLUSHALL under load takes about 10 s per database under -race")
+	}
 	for _, dialect := range storetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			const (
