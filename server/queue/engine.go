@@ -365,19 +365,6 @@ func (e *Engine) Holds(ctx context.Context, ids []string) ([]Held, error) {
 	return out, nil
 }
 
-// HasState reports whether Redis holds any queue state of eventID: a
-// definition, a seq counter, a line, an active window, a finished attempt
-// or a sold seat (what a restore without force refuses to overwrite).
-func (e *Engine) HasState(ctx context.Context, eventID string) (bool, error) {
-	k := Keys(eventID)
-	n, err := e.rdb.Exists(ctx, k[keyCfg], k[keySeq], k[keyWaiting], k[keyPriority], k[keyActive], k[keyActiveSeq],
-		k[keyFinished], k[keySeatsTaken]).Result()
-	if err != nil {
-		return false, storeErr(ctx, err)
-	}
-	return n > 0, nil
-}
-
 // RedisTime is Redis's clock, in which stream record ids are stamped.
 func (e *Engine) RedisTime(ctx context.Context) (time.Time, error) {
 	t, err := e.rdb.Time(ctx).Result()
