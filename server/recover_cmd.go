@@ -24,9 +24,11 @@ func recoverCmd() *cobra.Command {
 		Use:   "recover --event ID",
 		Short: "Rebuild an event's queue in Redis from the SQL audit trail after Redis lost its data",
 		Long: "Rebuilds the event definition, the waiting line in its original order (existing queue tokens keep working), " +
-			"active windows, finished attempts, sold seats and counters from SQL. Records the audit worker had not yet " +
-			"written when Redis lost them are gone. Run it before the servers serve the event again; it refuses to " +
-			"overwrite an event with live queue state unless --force.",
+			"active windows, finished attempts, sold seats and counters from SQL; the seq and admission counters resume " +
+			"past every number SQL had reserved. Running servers do this by themselves for an event whose Redis state is " +
+			"gone; the command is for operators, e.g. to rebuild with --force an event whose Redis state SQL does not " +
+			"know (a server logs that). Records the audit worker had not yet written when Redis lost them are gone. " +
+			"It refuses an event Redis holds unless --force.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(logFormat)

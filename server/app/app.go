@@ -32,6 +32,7 @@ import (
 	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/ratelimit"
+	"github.com/rushline/rushline/server/recovery"
 	"github.com/rushline/rushline/server/store"
 	"github.com/rushline/rushline/simulator/scenario"
 )
@@ -171,14 +172,17 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 
 	m := metrics.New()
 	rdb.AddHook(m.RedisHook())
-	eng := queue.New(rdb, tokenKey(keys.JWTSecret))
+	// An event SQL holds whose Redis state is gone answers 503 while the
+	// keeper rebuilds it, never 404 and never an empty line.
+	var keeper *recovery.Keeper
+	eng := queue.New(rdb, tokenKey(keys.JWTSecret),
+		queue.WithLost(func(ctx context.Context, id string) bool { return keeper.Lost(ctx, id) }))
 	cleanups = append(cleanups, eng.Close) // before Redis goes: lets its pipelines finish
 	catalog := queue.NewCatalog(db, eng)
+	keeper = recovery.NewKeeper(db, eng, catalog, cfg.Replica, recovery.WithObserver(m), recovery.WithLogger(log))
 	m.WatchQueues(eng)
-	if n, err := catalog.Sync(ctx); err != nil {
-		log.Warn("could not mirror stored events into Redis; will serve what Redis has", "err", err)
-	} else if n > 0 {
-		log.Info("mirrored stored events into Redis", "events", n)
+	if _, err := keeper.Load(ctx); err != nil {
+		log.Warn("could not read the stored events; events Redis lacks answer 503 until the database answers", "err", err)
 	}
 
 	tails := tailClient(rdb)
@@ -218,7 +222,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	wg.Go(func() {
 		admission.New(eng, cfg.Replica, admission.WithObserver(m), admission.WithLogger(log)).Run(workCtx)
 	})
-	wg.Go(func() { audit.New(eng, db, cfg.Replica, log).Run(workCtx) })
+	wg.Go(func() { audit.New(eng, db, cfg.Replica, log, audit.WithObserver(m)).Run(workCtx) })
+	wg.Go(func() { keeper.Run(workCtx) })
 
 	s := &Server{Addr: ln.Addr().String(), KeysPath: keysPath, Keys: keys, Engine: eng, done: make(chan error, 1)}
 	serveErr := make(chan error, 1)

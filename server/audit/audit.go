@@ -39,10 +39,22 @@ const (
 )
 
 // Writer stores records durably; store.Store implements it. It must be
-// idempotent: a record may be written twice after a crash.
+// idempotent: a record may be written twice after a crash. It returns the
+// orders it kept aside instead of recording them as sold (see queue.Conflict).
 type Writer interface {
-	WriteRecords(ctx context.Context, recs []queue.Record) error
+	WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.Conflict, error)
 }
+
+// Observer learns of the orders the writer kept aside, e.g. to count them.
+type Observer interface {
+	Conflict(c queue.Conflict)
+}
+
+// Option configures a Worker.
+type Option func(*Worker)
+
+// WithObserver reports every order kept aside to o.
+func WithObserver(o Observer) Option { return func(w *Worker) { w.obs = o } }
 
 // Worker copies stream records to SQL. Run one per replica; the consumer
 // group shares the work. Not safe for concurrent Run calls.
@@ -55,14 +67,19 @@ type Worker struct {
 	claimed  time.Time
 	trimmed  time.Time
 	keep     time.Duration
+	obs      Observer
 }
 
 // New returns a worker named consumer (unique per replica).
-func New(src *queue.Engine, dst Writer, consumer string, log *slog.Logger) *Worker {
+func New(src *queue.Engine, dst Writer, consumer string, log *slog.Logger, opts ...Option) *Worker {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Worker{src: src, dst: dst, consumer: consumer, log: log, groups: map[string]bool{}, keep: DefaultKeep}
+	w := &Worker{src: src, dst: dst, consumer: consumer, log: log, groups: map[string]bool{}, keep: DefaultKeep}
+	for _, o := range opts {
+		o(w)
+	}
+	return w
 }
 
 // Keep sets how long written records stay in the stream before trimming.
@@ -185,12 +202,33 @@ func (w *Worker) event(ctx context.Context, id string, claim, trim bool) (writte
 		kept = append(kept, r)
 	}
 	if len(kept) > 0 {
-		if err := w.dst.WriteRecords(ctx, kept); err != nil {
+		conflicts, err := w.dst.WriteRecords(ctx, kept)
+		if err != nil {
 			return 0, len(recs), err
+		}
+		for _, c := range conflicts {
+			w.conflict(c)
 		}
 	}
 	if err := w.src.Ack(ctx, id, DefaultGroup, acks...); err != nil {
 		return 0, len(recs), err
 	}
 	return len(kept), len(recs), nil
+}
+
+// conflict reports an order kept aside: the buyer was told 201, so it is an
+// error an operator must settle (the order_conflicts table holds it).
+func (w *Worker) conflict(c queue.Conflict) {
+	r := c.Record
+	msg := "audit: seat sold twice: SQL holds it for another order; this order is kept in order_conflicts"
+	if c.Reason == queue.ConflictLate {
+		msg = "audit: order from a Redis state that was lost reached SQL after the rebuild began; " +
+			"kept in order_conflicts (the seat may be sold again)"
+	}
+	w.log.Error(msg, "event", r.EventID, "seat", r.Seat, "reason", string(c.Reason),
+		"order", r.OrderID, "user", r.UserID, "seq", r.Seq, "stream_id", r.ID,
+		"holder_order", c.Holder.ID, "holder_user", c.Holder.UserID, "holder_seq", c.HolderSeq)
+	if w.obs != nil {
+		w.obs.Conflict(c)
+	}
 }

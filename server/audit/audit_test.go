@@ -1,10 +1,13 @@
 package audit_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,9 +26,9 @@ type flaky struct {
 	down atomic.Bool
 }
 
-func (f *flaky) WriteRecords(ctx context.Context, recs []queue.Record) error {
+func (f *flaky) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.Conflict, error) {
 	if f.down.Load() {
-		return errors.New("database away")
+		return nil, errors.New("database away")
 	}
 	return f.Store.WriteRecords(ctx, recs)
 }
@@ -224,14 +227,15 @@ type batches struct {
 	sizes []int
 }
 
-func (b *batches) WriteRecords(ctx context.Context, recs []queue.Record) error {
-	if err := b.Store.WriteRecords(ctx, recs); err != nil {
-		return err
+func (b *batches) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.Conflict, error) {
+	c, err := b.Store.WriteRecords(ctx, recs)
+	if err != nil {
+		return nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.sizes = append(b.sizes, len(recs))
-	return nil
+	return c, nil
 }
 
 func (b *batches) written() (total int, sizes []int) {
@@ -280,5 +284,67 @@ func TestRunWritesBacklogInFullBatches(t *testing.T) {
 	}
 	if entries, err := db.Entries(context.Background(), ev.ID); err != nil || len(entries) != n {
 		t.Fatalf("%d entries, %v; want %d", len(entries), err, n)
+	}
+}
+
+// conflicts records every order the worker reports kept aside.
+type conflicts struct {
+	mu   sync.Mutex
+	seen []queue.Conflict
+}
+
+func (c *conflicts) Conflict(x queue.Conflict) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen = append(c.seen, x)
+}
+
+// TestSeatSoldTwiceIsNotDropped: an order whose seat SQL already holds for
+// another order is neither dropped silently nor folded in: the worker logs it
+// at error with both owners, reports it to its observer (the metric) and the
+// order waits in order_conflicts for an operator.
+func TestSeatSoldTwiceIsNotDropped(t *testing.T) {
+	ctx := t.Context()
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	eng := queue.New(rdb, []byte("k"))
+	db := storetest.MustOpen(t, "sqlite")
+	ev := queue.Event{ID: "twice", Seats: 5, Capacity: 5, AdmitBatch: 5, AdmitIntervalMS: 100, ActiveTTLS: 60, Policy: queue.PolicyCapacity}
+	if err := eng.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	seat := queue.SeatID(ev.Seats, 0)
+	// SQL holds the seat for u_first (sold before a Redis that forgot it).
+	if _, err := db.WriteRecords(ctx, []queue.Record{{ID: "1-0", Kind: queue.RecordDone, EventID: ev.ID, Seq: 1,
+		UserID: "u_first", At: time.Now(), Seat: seat, OrderID: "o_first"}}); err != nil {
+		t.Fatal(err)
+	}
+	en, _, err := eng.Join(ctx, ev.ID, "u_second")
+	if err != nil || en.Status != queue.StatusActive {
+		t.Fatalf("join: %+v, %v", en, err)
+	}
+	if _, err := eng.Order(ctx, ev, en.Token, seat, queue.Actor{UserID: "u_second"}); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	obs := &conflicts{}
+	w := audit.New(eng, db, "a", slog.New(slog.NewJSONHandler(&logs, nil)), audit.WithObserver(obs))
+	if _, err := w.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(obs.seen) != 1 || obs.seen[0].Reason != queue.ConflictSeatTaken || obs.seen[0].Holder.UserID != "u_first" ||
+		obs.seen[0].Record.UserID != "u_second" {
+		t.Fatalf("reported %+v, want u_second's order kept aside, seat held by u_first", obs.seen)
+	}
+	for _, want := range []string{`"level":"ERROR"`, `"user":"u_second"`, `"holder_user":"u_first"`, `"seat":"` + seat + `"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
+	}
+	kept, err := db.Conflicts(ctx, ev.ID)
+	if err != nil || len(kept) != 1 || kept[0].UserID != "u_second" || kept[0].HolderOrderID != "o_first" {
+		t.Fatalf("order_conflicts %+v (%v)", kept, err)
+	}
+	if orders, err := db.Orders(ctx, ev.ID); err != nil || len(orders) != 1 || orders[0].UserID != "u_first" {
+		t.Fatalf("orders %+v (%v): the seat stays u_first's", orders, err)
 	}
 }

@@ -30,6 +30,10 @@ type Metrics struct {
 	SSE              *prometheus.GaugeVec
 	// StatsStreams counts open public stats streams (not in SSE).
 	StatsStreams *prometheus.GaugeVec
+	// OrderConflicts counts orders the audit writer kept aside (see queue.Conflict).
+	OrderConflicts *prometheus.CounterVec
+	// Rebuilds counts events this replica rebuilt after Redis lost their state.
+	Rebuilds *prometheus.CounterVec
 }
 
 // Latency buckets from 100 µs to 10 s.
@@ -75,8 +79,16 @@ func New() *Metrics {
 		StatsStreams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rushline_stats_streams", Help: "Open public stats streams.",
 		}, []string{"event"}),
+		OrderConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rushline_audit_order_conflicts_total",
+			Help: "Orders the audit writer kept in order_conflicts instead of orders: seat_taken (SQL holds the seat for another order) or late (from a lost Redis state, after its rebuild began).",
+		}, []string{"event", "reason"}),
+		Rebuilds: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rushline_event_rebuilds_total", Help: "Events this replica rebuilt from SQL after Redis lost their state.",
+		}, []string{"event"}),
 	}
 	m.Registry.MustRegister(m.HTTP, m.Redis, m.Errors, m.Promotions, m.PromotionTick, m.PromotionLatency, m.StreamLag, m.ExpiredTotal, m.AdmitRoom, m.AdmitLoad, m.SSE, m.StatsStreams,
+		m.OrderConflicts, m.Rebuilds,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -104,6 +116,16 @@ func (m *Metrics) Ticked(eventID string, res queue.TickResult, took time.Duratio
 	m.PromotionTick.Observe(took.Seconds())
 	m.AdmitRoom.WithLabelValues(eventID).Set(float64(res.Room))
 	m.AdmitLoad.WithLabelValues(eventID).Set(res.Load)
+}
+
+// Conflict counts an order kept aside; it implements audit.Observer.
+func (m *Metrics) Conflict(c queue.Conflict) {
+	m.OrderConflicts.WithLabelValues(c.Record.EventID, string(c.Reason)).Inc()
+}
+
+// Rebuilt counts a rebuild of an event; it implements recovery.Observer.
+func (m *Metrics) Rebuilt(eventID string) {
+	m.Rebuilds.WithLabelValues(eventID).Inc()
 }
 
 // Lag records how far behind the stream this replica reads; it implements push.Observer.

@@ -426,11 +426,13 @@ func (s *Service) forget(id string) {
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 10*time.Second)
 	defer cancel()
-	err := s.eng.DropEvent(ctx, id)
-	if err == nil {
-		err = s.results.DeleteEvent(ctx, id)
+	// SQL first: an event SQL holds and Redis lacks is one Redis lost, and
+	// would be rebuilt.
+	err := s.results.DeleteEvent(ctx, id)
+	if err == nil || queue.ErrorCode(err) == queue.CodeEventNotFound {
+		err = s.eng.DropEvent(ctx, id)
 	}
-	if err != nil && queue.ErrorCode(err) != queue.CodeEventNotFound {
+	if err != nil {
 		s.log.Warn("practice event not dropped", "event", id, "err", err)
 	}
 	if s.forgetter != nil {

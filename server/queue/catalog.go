@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -16,8 +17,31 @@ type EventStore interface {
 	DeleteEvent(ctx context.Context, id string) error
 	Event(ctx context.Context, id string) (Event, error)
 	Events(ctx context.Context) ([]Event, error)
-	// MaxSeq is the highest seq the audit trail holds for an event, 0 if none.
-	MaxSeq(ctx context.Context, eventID string) (int64, error)
+	// Reserve raises the event's stored caps to inc's (never lowering them)
+	// and, when inc has a mark, sets it.
+	Reserve(ctx context.Context, id string, inc Incarnation) error
+}
+
+// How far ahead of its counters SQL reserves numbers for an event (see
+// Incarnation). A block bounds both the jump the counters make after a Redis
+// loss and how long the queue runs while SQL is away: a top-up is due when
+// less than half a block is left, so an outage pauses joins only after at
+// least SeqBlock/2 joins (by then the audit buffer, the stream's 1,000,000
+// records, is full as well) and admission after at least AdmitBlock/2
+// admissions. Seqs are never shown; admission numbers are, so their block is
+// smaller.
+const (
+	SeqBlock   = 1_000_000
+	AdmitBlock = 10_000
+)
+
+// NewMark returns a fresh incarnation mark.
+func NewMark() string { return rand.Text() }
+
+// Low reports whether h is less than half a block from either cap: time to
+// reserve more. An incarnation without caps (made before caps existed) is low.
+func (h Held) Low() bool {
+	return h.SeqCap-h.Seq < SeqBlock/2 || h.AdmitCap-h.Admitted < AdmitBlock/2
 }
 
 // Catalog keeps event definitions in a durable store and mirrors them into
@@ -33,17 +57,30 @@ func NewCatalog(store EventStore, eng *Engine) *Catalog {
 	return &Catalog{store: store, eng: eng}
 }
 
-// Create validates and stores a new event, then mirrors it.
+// Create validates and stores a new event with its first incarnation, then
+// mirrors it. It holds the event's restore lease meanwhile, so no replica
+// takes the stored event whose mirror is still on its way for one whose Redis
+// state was lost.
 func (c *Catalog) Create(ctx context.Context, ev Event) (Event, error) {
 	ev.CreatedAt = c.eng.Now().UTC().Truncate(1e6)
 	ev.normalize()
 	if err := ev.Validate(c.eng.Now()); err != nil {
 		return Event{}, err
 	}
+	l, err := c.eng.LeaseRestore(ctx, ev.ID, "create-"+NewMark(), DefaultRestoreLease)
+	if err != nil {
+		return Event{}, fmt.Errorf("queue: create event %s: %w", ev.ID, err)
+	}
+	defer func() { _ = l.Release(ctx) }()
 	if err := c.store.CreateEvent(ctx, ev); err != nil {
 		return Event{}, fmt.Errorf("queue: create event %s: %w", ev.ID, err)
 	}
-	if err := c.eng.CreateEvent(ctx, ev); err != nil {
+	inc := Incarnation{Mark: NewMark(), SeqCap: SeqBlock, AdmitCap: AdmitBlock}
+	err = c.store.Reserve(ctx, ev.ID, inc)
+	if err == nil {
+		err = c.eng.CreateMarked(ctx, ev, inc)
+	}
+	if err != nil {
 		// Undo the SQL row unless Redis held an event of that id already
 		// (a stale mirror after an SQL loss): then the id is taken either way.
 		if ErrorCode(err) != CodeEventExists {
@@ -98,30 +135,13 @@ func sameTime(a, b *time.Time) bool {
 	return (a == nil && b == nil) || (a != nil && b != nil && a.Equal(*b))
 }
 
-// Sync mirrors into Redis every stored event Redis lacks, e.g. after Redis
-// lost its data. Live definitions already in Redis are left alone. An event
-// re-mirrored with audited attempts gets its seq counter back from the audit
-// trail and is marked as awaiting recovery (see Engine.SyncEvent).
-func (c *Catalog) Sync(ctx context.Context) (int, error) {
-	events, err := c.store.Events(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("queue: sync events: %w", err)
+// TopUp reserves numbers a block ahead of the counters of an event Redis
+// holds as h: in SQL first, then in Redis, so Redis never hands out a number
+// SQL has not reserved. Replicas may top up at once: caps only rise.
+func (c *Catalog) TopUp(ctx context.Context, eventID string, h Held) error {
+	inc := Incarnation{SeqCap: h.Seq + SeqBlock, AdmitCap: h.Admitted + AdmitBlock}
+	if err := c.store.Reserve(ctx, eventID, inc); err != nil {
+		return fmt.Errorf("queue: reserve numbers of %s: %w", eventID, err)
 	}
-	n := 0
-	for _, ev := range events {
-		ev.normalize() // rows stored before the default was applied
-		maxSeq, err := c.store.MaxSeq(ctx, ev.ID)
-		if err != nil {
-			return n, fmt.Errorf("queue: sync event %s: %w", ev.ID, err)
-		}
-		err = c.eng.SyncEvent(ctx, ev, maxSeq)
-		switch ErrorCode(err) {
-		case "":
-			n++
-		case CodeEventExists:
-		default:
-			return n, fmt.Errorf("queue: sync event %s: %w", ev.ID, err)
-		}
-	}
-	return n, nil
+	return c.eng.Reserve(ctx, eventID, inc)
 }

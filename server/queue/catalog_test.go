@@ -15,8 +15,7 @@ import (
 type memStore struct {
 	mu     sync.Mutex
 	events map[string]queue.Event
-	// maxSeq stands in for the audit trail's highest seq per event.
-	maxSeq map[string]int64
+	incs   map[string]queue.Incarnation
 }
 
 var _ queue.EventStore = (*memStore)(nil)
@@ -62,10 +61,22 @@ func (m *memStore) Event(_ context.Context, id string) (queue.Event, error) {
 	return ev, nil
 }
 
-func (m *memStore) MaxSeq(_ context.Context, id string) (int64, error) {
+func (m *memStore) Reserve(_ context.Context, id string, inc queue.Incarnation) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.maxSeq[id], nil
+	if _, ok := m.events[id]; !ok {
+		return queue.Errorf(queue.CodeEventNotFound, "no event")
+	}
+	if m.incs == nil {
+		m.incs = map[string]queue.Incarnation{}
+	}
+	cur := m.incs[id]
+	cur.SeqCap, cur.AdmitCap = max(cur.SeqCap, inc.SeqCap), max(cur.AdmitCap, inc.AdmitCap)
+	if inc.Mark != "" {
+		cur.Mark = inc.Mark
+	}
+	m.incs[id] = cur
+	return nil
 }
 
 func (m *memStore) Events(context.Context) ([]queue.Event, error) {
@@ -159,11 +170,11 @@ func TestPriorityShareDefault(t *testing.T) {
 			}
 			return "c1"
 		}, queue.DefaultPriorityShare},
-		{"catalog sync of a row stored with 0", func(t *testing.T) string {
+		{"rebuild of a row stored with 0", func(t *testing.T) string {
 			st.mu.Lock()
 			st.events["s0"] = def("s0", 0)
 			st.mu.Unlock()
-			if _, err := cat.Sync(ctx); err != nil {
+			if err := eng.Restore(ctx, queue.Snapshot{Event: def("s0", 0)}, false); err != nil {
 				t.Fatal(err)
 			}
 			return "s0"
@@ -179,7 +190,7 @@ func TestPriorityShareDefault(t *testing.T) {
 			st.mu.Lock()
 			stored := st.events[id]
 			st.mu.Unlock()
-			// Sync fixes the mirror only; the store's row is as it was.
+			// A rebuild fixes the mirror only; the store's row is as it was.
 			if id != "s0" && stored.PriorityShare != tt.want {
 				t.Fatalf("stored share %v, want %v", stored.PriorityShare, tt.want)
 			}

@@ -47,6 +47,8 @@ var (
 	luaPutEvent string
 	//go:embed lua/rank.lua
 	luaRank string
+	//go:embed lua/reserve.lua
+	luaReserve string
 )
 
 var (
@@ -58,6 +60,7 @@ var (
 	scriptTick     = script(luaTick)
 	scriptPutEvent = script(luaPutEvent)
 	scriptRank     = script(luaRank)
+	scriptReserve  = script(luaReserve)
 
 	// manyScripts are the many-call forms of the hot scripts that run per
 	// request on one event: the batcher sends a run of them as one call.
@@ -82,6 +85,7 @@ type Engine struct {
 	expireLimit int
 	batching    Batching
 	batch       *batcher
+	lost        func(ctx context.Context, eventID string) bool
 }
 
 // Option configures an Engine.
@@ -95,6 +99,14 @@ func WithStreamMaxLen(n int64) Option { return func(e *Engine) { e.maxLen = n } 
 
 // WithExpireLimit caps how many windows one Expire call ends.
 func WithExpireLimit(n int) Option { return func(e *Engine) { e.expireLimit = n } }
+
+// WithLost has the engine ask lost, when Redis has no event eventID, whether
+// the event exists elsewhere (SQL) and has lost its Redis state: then the call
+// answers CodeUnavailable (its state is being rebuilt) instead of
+// CodeEventNotFound, and never acts on an empty line.
+func WithLost(lost func(ctx context.Context, eventID string) bool) Option {
+	return func(e *Engine) { e.lost = lost }
+}
 
 // New returns an engine on rdb. tokenKey signs queue tokens; every replica
 // must use the same key.
@@ -213,14 +225,22 @@ func flag(b bool) string {
 }
 
 // CreateEvent mirrors a new event into Redis; CodeEventExists if present.
+// It has no marker and unbounded counters: the catalog uses CreateMarked.
 func (e *Engine) CreateEvent(ctx context.Context, ev Event) error {
-	return e.putEvent(ctx, ev, "create")
+	return e.putEvent(ctx, ev, "create", Incarnation{})
 }
 
-// PutEvent mirrors an event definition into Redis, creating or replacing it.
-// The admission ticker picks the change up at its next tick.
+// CreateMarked is CreateEvent with the event's first incarnation, which SQL
+// holds already.
+func (e *Engine) CreateMarked(ctx context.Context, ev Event, inc Incarnation) error {
+	return e.putEvent(ctx, ev, "create", inc)
+}
+
+// PutEvent replaces the definition of an event Redis holds; an event Redis
+// lacks is not brought back (see WithLost). The admission ticker picks the
+// change up at its next tick.
 func (e *Engine) PutEvent(ctx context.Context, ev Event) error {
-	return e.putEvent(ctx, ev, "replace")
+	return e.putEvent(ctx, ev, "replace", Incarnation{})
 }
 
 func unixMilli(t *time.Time) int64 {
@@ -230,16 +250,7 @@ func unixMilli(t *time.Time) int64 {
 	return t.UnixMilli()
 }
 
-// SyncEvent is CreateEvent for an event whose Redis state may have been
-// lost: when maxSeq (the highest seq in the audit trail) is above 0, the seq
-// counter is raised to it in the same step, so new joins never reuse an
-// audited seq, and the event is marked as awaiting recovery (Restore then
-// merges the audited line into the live one instead of refusing).
-func (e *Engine) SyncEvent(ctx context.Context, ev Event, maxSeq int64) error {
-	return e.putEvent(ctx, ev, "sync", maxSeq)
-}
-
-func (e *Engine) putEvent(ctx context.Context, ev Event, mode string, pre ...any) error {
+func (e *Engine) putEvent(ctx context.Context, ev Event, mode string, inc Incarnation) error {
 	js, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("queue: encode event: %w", err)
@@ -249,25 +260,101 @@ func (e *Engine) putEvent(ctx context.Context, ev Event, mode string, pre ...any
 	if err := e.rdb.SAdd(context.WithoutCancel(ctx), eventsKey, ev.ID).Err(); err != nil {
 		return storeErr(ctx, err)
 	}
-	res, err := e.run(ctx, scriptPutEvent, ev.ID, append(append([]any{mode}, pre...),
+	args := []any{mode,
 		"json", js, "seats", ev.Seats, "capacity", ev.Capacity, "batch", ev.AdmitBatch,
 		"interval", ev.AdmitIntervalMS, "ttl", ev.ActiveTTLS, "policy", string(ev.Policy),
 		"max_tps", ev.MaxTPS, "paused", flag(ev.Paused), "pshare", SharePPM(ev.PriorityShare),
-		"opens", unixMilli(ev.OpensAt), "closes", unixMilli(ev.ClosesAt))...)
+		"opens", unixMilli(ev.OpensAt), "closes", unixMilli(ev.ClosesAt)}
+	if inc.Mark != "" {
+		args = append(args, "mark", inc.Mark)
+	}
+	if inc.SeqCap > 0 {
+		args = append(args, "seq_cap", inc.SeqCap, "adm_cap", inc.AdmitCap)
+	}
+	res, err := e.run(ctx, scriptPutEvent, ev.ID, args...)
 	if err != nil {
 		return err
 	}
-	if code := res[0].(string); code != "OK" {
+	switch code := res[0].(string); code {
+	case "OK":
+		return nil
+	case string(CodeEventNotFound):
+		return e.lookupErr(ctx, code, ev.ID)
+	default:
 		return Errorf(Code(code), "event %q already exists", ev.ID)
 	}
+}
+
+// Reserve raises the seq and admission caps of eventID's Redis state to
+// inc's (they never fall). SQL must hold caps at least as high first.
+func (e *Engine) Reserve(ctx context.Context, eventID string, inc Incarnation) error {
+	res, err := e.run(ctx, scriptReserve, eventID, inc.SeqCap, inc.AdmitCap)
+	if err != nil {
+		return fmt.Errorf("queue: reserve %s: %w", eventID, err)
+	}
+	if code := res[0].(string); code != "OK" {
+		return Errorf(Code(code), "no event %q in Redis", eventID)
+	}
 	return nil
+}
+
+// Held is what Redis holds of one event's incarnation.
+type Held struct {
+	// Present is false when Redis has no state of the event.
+	Present bool
+	Incarnation
+	// Seq and Admitted are the counters: the last seq and admission number
+	// handed out.
+	Seq, Admitted int64
+}
+
+// Holds reads, in one round trip, what Redis holds of each event in ids.
+func (e *Engine) Holds(ctx context.Context, ids []string) ([]Held, error) {
+	cfgs := make([]*redis.SliceCmd, len(ids))
+	seqs := make([]*redis.StringCmd, len(ids))
+	adms := make([]*redis.StringCmd, len(ids))
+	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			k := Keys(id)
+			cfgs[i] = p.HMGet(ctx, k[keyCfg], "json", "mark", "seq_cap", "adm_cap")
+			seqs[i] = p.Get(ctx, k[keySeq])
+			adms[i] = p.HGet(ctx, k[keyCounters], "admitted")
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return nil, storeErr(ctx, err)
+	}
+	out := make([]Held, len(ids))
+	for i := range ids {
+		v := cfgs[i].Val()
+		if len(v) < 4 || v[0] == nil {
+			continue
+		}
+		h := Held{Present: true}
+		h.Mark, _ = v[1].(string)
+		h.SeqCap, h.AdmitCap = toInt(v[2]), toInt(v[3])
+		h.Seq, _ = seqs[i].Int64()
+		h.Admitted, _ = adms[i].Int64()
+		out[i] = h
+	}
+	return out, nil
+}
+
+// RedisTime is Redis's clock, in which stream record ids are stamped.
+func (e *Engine) RedisTime(ctx context.Context) (time.Time, error) {
+	t, err := e.rdb.Time(ctx).Result()
+	if err != nil {
+		return time.Time{}, storeErr(ctx, err)
+	}
+	return t, nil
 }
 
 // Event returns the definition of one event.
 func (e *Engine) Event(ctx context.Context, id string) (Event, error) {
 	js, err := e.rdb.HGet(ctx, key(id, keyCfg), "json").Bytes()
 	if errors.Is(err, redis.Nil) {
-		return Event{}, Errorf(CodeEventNotFound, "no event %q", id)
+		return Event{}, e.lookupErr(ctx, string(CodeEventNotFound), id)
 	}
 	if err != nil {
 		return Event{}, storeErr(ctx, err)
@@ -428,8 +515,11 @@ func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOpt
 		return Entry{}, false, Errorf(CodeForbidden, ErrPriorityCodeInvalid)
 	case string(CodeDeviceBusy):
 		return Entry{}, false, Errorf(CodeDeviceBusy, "this device already holds a place in event %q", eventID)
+	case string(CodeUnavailable):
+		return Entry{}, false, Errorf(CodeUnavailable,
+			"event %q has used up the queue numbers reserved in the database; try again shortly", eventID)
 	default:
-		return Entry{}, false, Errorf(Code(code), "no event %q", eventID)
+		return Entry{}, false, e.lookupErr(ctx, code, eventID)
 	}
 }
 
@@ -446,17 +536,22 @@ func (e *Engine) open(ctx context.Context, eventID, token string) (int64, string
 		return 0, "", storeErr(ctx, err)
 	}
 	if n == 0 {
-		return 0, "", lookupErr(string(CodeEventNotFound), eventID)
+		return 0, "", e.lookupErr(ctx, string(CodeEventNotFound), eventID)
 	}
-	return 0, "", lookupErr(string(CodeTokenNotFound), eventID)
+	return 0, "", e.lookupErr(ctx, string(CodeTokenNotFound), eventID)
 }
 
-// lookupErr turns a script's not-found reply into a coded error.
-func lookupErr(code, eventID string) error {
-	if code == string(CodeEventNotFound) {
-		return Errorf(CodeEventNotFound, "no event %q", eventID)
+// lookupErr turns a script's not-found reply into a coded error. An event
+// Redis lacks but that lost its Redis state (see WithLost) is UNAVAILABLE:
+// never a 404 for an event that exists, never an empty line.
+func (e *Engine) lookupErr(ctx context.Context, code, eventID string) error {
+	if code != string(CodeEventNotFound) {
+		return Errorf(CodeTokenNotFound, "no such queue token in event %q", eventID)
 	}
-	return Errorf(CodeTokenNotFound, "no such queue token in event %q", eventID)
+	if e.lost != nil && e.lost(ctx, eventID) {
+		return Errorf(CodeUnavailable, "event %q is being rebuilt after Redis lost its state; try again shortly", eventID)
+	}
+	return Errorf(CodeEventNotFound, "no event %q", eventID)
 }
 
 // Status returns the current state of a token.
@@ -470,7 +565,7 @@ func (e *Engine) Status(ctx context.Context, eventID, token string) (Entry, erro
 		return Entry{}, fmt.Errorf("queue: status %s: %w", eventID, err)
 	}
 	if len(r) == 1 {
-		return Entry{}, lookupErr(r[0].(string), eventID)
+		return Entry{}, e.lookupErr(ctx, r[0].(string), eventID)
 	}
 	en := Entry{Token: token, UserID: user, Seq: seq}
 	fill(&en, r)
@@ -516,7 +611,7 @@ func (e *Engine) Leave(ctx context.Context, eventID, token string, actor Actor) 
 	case string(CodeTokenOwnerMismatch):
 		return "", Errorf(CodeTokenOwnerMismatch, "the queue token belongs to another user")
 	default:
-		return "", lookupErr(code, eventID)
+		return "", e.lookupErr(ctx, code, eventID)
 	}
 }
 
@@ -560,7 +655,7 @@ func (e *Engine) Order(ctx context.Context, ev Event, token, seat string, actor 
 	case string(CodeSoldOut):
 		return Order{}, Errorf(CodeSoldOut, "every seat of %q is sold", ev.ID)
 	default:
-		return Order{}, lookupErr(code, ev.ID)
+		return Order{}, e.lookupErr(ctx, code, ev.ID)
 	}
 }
 

@@ -28,8 +28,16 @@ type Snapshot struct {
 	Seats    []RestoredSeat
 	// Grants are the event's priority grants, codes with their redeemer.
 	Grants []Grant
-	// MaxSeq is the highest seq ever handed out; the next join gets a higher one.
+	// MaxSeq is the highest seq that may have been handed out; the next join
+	// gets a higher one.
 	MaxSeq int64
+	// Admitted is the highest admission number that may have been handed out;
+	// the next admission gets a higher one. Restore raises it to the highest
+	// among Attempts.
+	Admitted int64
+	// Incarnation is written with the definition in the last step (a zero one
+	// writes no marker and leaves the counters unbounded).
+	Incarnation Incarnation
 }
 
 // RestoredAttempt is one attempt of a Snapshot.
@@ -40,7 +48,7 @@ type RestoredAttempt struct {
 	// Lane is the line the attempt waited in.
 	Lane Lane
 	// AdmissionNo (1-based order of admissions) is set for every attempt
-	// that was admitted; the highest becomes the admitted counter.
+	// that was admitted.
 	AdmissionNo int64
 	// AdmittedAt and ExpiresAt are set for ACTIVE attempts.
 	AdmittedAt time.Time
@@ -55,32 +63,35 @@ type RestoredSeat struct {
 	OrderID string
 }
 
-// Restore writes snap into Redis as the live state of its event: waiting line
-// (same seqs, so existing queue tokens keep working), active windows,
-// finished attempts, sold seats, counters, priority grants and the seq
-// counter. It refuses
-// with CodeEventExists when the event has live queue state, unless force, or
-// while another Restore of the event holds its lock. The
-// event is absent (joins answer EVENT_NOT_FOUND) until the last step puts
-// its definition back. An event a starting server re-mirrored with its seq
-// counter (SyncEvent) is not replaced but merged into without force: joins
-// made since keep their places behind the restored line. Restore is not
-// atomic as a whole; a lock key in the event's slot keeps two restores of one
-// event from interleaving.
+// Restore takes the event's restore lease, runs RestoreLeased and lets the
+// lease go.
 func (e *Engine) Restore(ctx context.Context, snap Snapshot, force bool) (err error) {
-	id := snap.Event.ID
-	unlock, err := e.lockRestore(ctx, id)
+	l, err := e.LeaseRestore(ctx, snap.Event.ID, "restore-"+rand.Text(), DefaultRestoreLease)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if uerr := unlock(); uerr != nil && err == nil {
-			err = uerr
+		if rerr := l.Release(ctx); rerr != nil && err == nil {
+			err = rerr
 		}
 	}()
-	maxSeq := snap.MaxSeq
+	return e.RestoreLeased(ctx, l, snap, force)
+}
+
+// RestoreLeased writes snap into Redis as the live state of its event, under
+// the event's restore lease l (renewed with every step): waiting line (same
+// seqs, so existing queue tokens keep working), active windows, finished
+// attempts, sold seats, counters, priority grants and the seq counter. It
+// refuses with CodeEventExists when the event has live queue state, unless
+// force. The event stays missing (requests answer 503 while the server knows
+// it from SQL) until the last step puts its definition back. Restore is not
+// atomic as a whole; the lease keeps two restores of one event from
+// interleaving, and a restore whose lease lapsed stops at its next step.
+func (e *Engine) RestoreLeased(ctx context.Context, l *RestoreLease, snap Snapshot, force bool) error {
+	id := snap.Event.ID
+	snap.Event.normalize() // rows stored before a default was applied
+	maxSeq, admitted := snap.MaxSeq, snap.Admitted
 	counts := map[Status]int64{}
-	var admitted int64
 	letters := make([]string, len(snap.Attempts))
 	for i, a := range snap.Attempts {
 		letter, err := restoreLetter(a.Status)
@@ -92,34 +103,14 @@ func (e *Engine) Restore(ctx context.Context, snap Snapshot, force bool) (err er
 		counts[a.Status]++
 		admitted = max(admitted, a.AdmissionNo)
 	}
+	if err := l.Renew(ctx); err != nil {
+		return err
+	}
 	res, err := e.run(ctx, scriptRestore, id, "begin", flag(force), maxSeq)
 	if err != nil {
 		return fmt.Errorf("queue: restore %s: %w", id, err)
 	}
-	prefix := ""
-	switch res[0].(string) {
-	case "OK":
-	case "MERGE":
-		// Attempts above the mark joined after the re-mirror and are live
-		// already: merge only those from before.
-		prefix = "m"
-		mark, err := strconv.ParseInt(fmt.Sprint(res[1]), 10, 64)
-		if err != nil {
-			return fmt.Errorf("queue: restore %s: recovery mark %v: %w", id, res[1], err)
-		}
-		kept := snap.Attempts[:0:0]
-		kl := letters[:0:0]
-		clear(counts)
-		admitted = 0
-		for i, a := range snap.Attempts {
-			if a.Seq <= mark {
-				kept, kl = append(kept, a), append(kl, letters[i])
-				counts[a.Status]++
-				admitted = max(admitted, a.AdmissionNo)
-			}
-		}
-		snap.Attempts, letters = kept, kl
-	default:
+	if res[0].(string) != "OK" {
 		return Errorf(CodeEventExists, "event %q has live queue state in Redis; restore refuses to overwrite it", id)
 	}
 	args := make([]any, 0, 7*restoreChunk)
@@ -127,7 +118,10 @@ func (e *Engine) Restore(ctx context.Context, snap Snapshot, force bool) (err er
 		if len(args) == 0 {
 			return nil
 		}
-		_, err := e.run(ctx, scriptRestore, id, append([]any{prefix + step}, args...)...)
+		if err := l.Renew(ctx); err != nil {
+			return err
+		}
+		_, err := e.run(ctx, scriptRestore, id, append([]any{step}, args...)...)
 		args = args[:0]
 		if err != nil {
 			return fmt.Errorf("queue: restore %s %s: %w", id, step, err)
@@ -165,34 +159,67 @@ func (e *Engine) Restore(ctx context.Context, snap Snapshot, force bool) (err er
 	if err := e.PutGrants(ctx, id, snap.Grants); err != nil {
 		return fmt.Errorf("queue: restore %s grants: %w", id, err)
 	}
-	return e.PutEvent(ctx, snap.Event)
+	if err := l.Renew(ctx); err != nil {
+		return err
+	}
+	return e.putEvent(ctx, snap.Event, "restore", snap.Incarnation)
 }
 
-// restoreLockTTL bounds how long the lock of a crashed restore lingers.
-const restoreLockTTL = 5 * time.Minute
+// DefaultRestoreLease is how long a restore lease lasts without renewal: a
+// crashed rebuilder holds an event up for at most this long.
+const DefaultRestoreLease = 10 * time.Second
 
-// RestoreLockKey is the lock a running Restore holds (SET NX PX), in the
-// event's slot.
+// RestoreLockKey is the restore lease's key (SET NX PX), in the event's slot.
 func RestoreLockKey(eventID string) string { return keyOpen + eventID + keyClose + "restore" }
 
-var scriptUnlock = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+var (
+	scriptUnlock = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+	scriptRenew  = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end return 0`)
+)
 
-// lockRestore takes eventID's restore lock and returns its release.
-func (e *Engine) lockRestore(ctx context.Context, eventID string) (func() error, error) {
-	key, owner := RestoreLockKey(eventID), rand.Text()
-	ok, err := e.rdb.SetNX(ctx, key, owner, restoreLockTTL).Result()
+// RestoreLease is a held restore lease of one event: whoever holds it alone
+// rebuilds or creates the event's Redis state. Like the admission lease it
+// lapses on its own, so a holder that dies holds nothing up for long.
+type RestoreLease struct {
+	e            *Engine
+	eventID, key string
+	owner        string
+	ttl          time.Duration
+}
+
+// LeaseRestore takes eventID's restore lease for owner (unique among those
+// who may take it) for ttl; CodeEventExists while another holds it.
+func (e *Engine) LeaseRestore(ctx context.Context, eventID, owner string, ttl time.Duration) (*RestoreLease, error) {
+	key := RestoreLockKey(eventID)
+	ok, err := e.rdb.SetNX(ctx, key, owner, ttl).Result()
 	if err != nil {
 		return nil, storeErr(ctx, err)
 	}
 	if !ok {
 		return nil, Errorf(CodeEventExists, "another restore of event %q is running", eventID)
 	}
-	return func() error {
-		if err := scriptUnlock.Run(context.WithoutCancel(ctx), e.rdb, []string{key}, owner).Err(); err != nil {
-			return fmt.Errorf("queue: release restore lock of %s: %w", eventID, err)
-		}
-		return nil
-	}, nil
+	return &RestoreLease{e: e, eventID: eventID, key: key, owner: owner, ttl: ttl}, nil
+}
+
+// Renew extends the lease by its ttl; CodeUnavailable when it lapsed and is
+// no longer ours, so the holder stops.
+func (l *RestoreLease) Renew(ctx context.Context) error {
+	n, err := scriptRenew.Run(ctx, l.e.rdb, []string{l.key}, l.owner, l.ttl.Milliseconds()).Int()
+	if err != nil {
+		return storeErr(ctx, err)
+	}
+	if n == 0 {
+		return Errorf(CodeUnavailable, "the restore lease of event %q lapsed", l.eventID)
+	}
+	return nil
+}
+
+// Release lets the lease go, if it is still ours.
+func (l *RestoreLease) Release(ctx context.Context) error {
+	if err := scriptUnlock.Run(context.WithoutCancel(ctx), l.e.rdb, []string{l.key}, l.owner).Err(); err != nil {
+		return fmt.Errorf("queue: release restore lease of %s: %w", l.eventID, err)
+	}
+	return nil
 }
 
 // laneArg is the scripts' spelling of a lane.

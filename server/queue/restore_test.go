@@ -3,10 +3,13 @@ package queue_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/redisproc/redistest"
 )
 
 // waitingLine is n waiting attempts u_1..u_n at seqs 1..n.
@@ -59,9 +62,13 @@ func TestRestore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			eng, _, _ := MustEngine(t)
-			ev := MustEvent(t, eng, "restored", func(e *queue.Event) { e.Policy = queue.PolicyBatch; e.Capacity = 1_000_000 })
+			ev := queue.Event{ID: "restored", Name: "restored", Seats: 100, Capacity: 1_000_000, AdmitBatch: 10,
+				AdmitIntervalMS: 100, ActiveTTLS: 60, Policy: queue.PolicyBatch, CreatedAt: eng.Now()}
 			var old queue.Entry
 			if tt.live {
+				if err := eng.CreateEvent(ctx, ev); err != nil {
+					t.Fatal(err)
+				}
 				old = MustJoin(t, eng, ev.ID, "u_live")
 			}
 			attempts := tt.attempts
@@ -97,76 +104,146 @@ func TestRestore(t *testing.T) {
 	}
 }
 
-// TestSyncThenRestore: Redis loses its data and a server starts (Sync)
-// before `recover` runs. The re-mirrored event resumes its seq counter from
-// the audit trail, so new joins never reuse an audited seq, and the restore
-// that follows merges the audited line in front of them without force.
-func TestSyncThenRestore(t *testing.T) {
+// TestLostEventNeverServedEmpty: after Redis lost an event, an engine whose
+// WithLost knows the event answers UNAVAILABLE on every path (never
+// EVENT_NOT_FOUND, never a fresh empty line), an unknown event still answers
+// EVENT_NOT_FOUND, and a definition change does not bring the event back
+// empty.
+func TestLostEventNeverServedEmpty(t *testing.T) {
 	ctx := t.Context()
-	eng, _, rdb := MustEngine(t)
-	ev := MustEvent(t, eng, "lost", func(e *queue.Event) { e.Paused = true })
-	var old []queue.Entry
-	for _, u := range []string{"u_1", "u_2", "u_3"} {
-		old = append(old, MustJoin(t, eng, ev.ID, u))
-	}
+	p := redistest.MustStart(t)
+	rdb := redistest.MustClient(t, p.Addr())
+	var asked []string
+	var mu sync.Mutex
+	eng := queue.New(rdb, []byte("k"), queue.WithLost(func(_ context.Context, id string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, id)
+		return id == "lost"
+	}))
+	ev := MustEvent(t, eng, "lost", func(e *queue.Event) { e.Capacity = 5 })
+	tok := MustJoin(t, eng, ev.ID, "u_1").Token
 	if err := rdb.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cat := queue.NewCatalog(&memStore{events: map[string]queue.Event{ev.ID: ev}, maxSeq: map[string]int64{ev.ID: 3}}, eng)
-	if n, err := cat.Sync(ctx); err != nil || n != 1 {
-		t.Fatalf("Sync = %d, %v; want 1 event mirrored", n, err)
-	}
-	fresh := MustJoin(t, eng, ev.ID, "u_new")
-	again := MustJoin(t, eng, ev.ID, "u_2") // u_2 joined again before the restore
-	if fresh.Seq != 4 || again.Seq != 5 {
-		t.Fatalf("joins after Sync got seqs %d, %d; want 4, 5", fresh.Seq, again.Seq)
-	}
-	snap := queue.Snapshot{Event: ev, Attempts: waitingLine(3), MaxSeq: 3}
-	if err := eng.Restore(ctx, snap, false); err != nil {
-		t.Fatalf("restore after Sync without force: %v", err)
-	}
-	want := []struct {
-		name   string
-		token  string
-		status queue.Status
-		pos    int64
+	seat := queue.SeatID(ev.Seats, 0)
+	me := queue.Actor{UserID: "u_1"}
+	calls := []struct {
+		name string
+		call func(id string) error
 	}{
-		{"old u_1 keeps its place", old[0].Token, queue.StatusWaiting, 1},
-		{"old u_2 gave way to its newer attempt", old[1].Token, queue.StatusLeft, 0},
-		{"old u_3 keeps its place", old[2].Token, queue.StatusWaiting, 2},
-		{"the join after Sync waits behind", fresh.Token, queue.StatusWaiting, 3},
-		{"u_2's newer attempt waits behind", again.Token, queue.StatusWaiting, 4},
+		{"event", func(id string) error { _, err := eng.Event(ctx, id); return err }},
+		{"join", func(id string) error { _, _, err := eng.Join(ctx, id, "u_2"); return err }},
+		{"status", func(id string) error { _, err := eng.Status(ctx, id, tok); return err }},
+		{"leave", func(id string) error { _, err := eng.Leave(ctx, id, tok, me); return err }},
+		{"order", func(id string) error { e := ev; e.ID = id; _, err := eng.Order(ctx, e, tok, seat, me); return err }},
+		{"seats", func(id string) error { e := ev; e.ID = id; _, err := eng.Seats(ctx, e, tok); return err }},
+		{"definition change", func(id string) error { e := ev; e.ID = id; return eng.PutEvent(ctx, e) }},
 	}
-	for _, w := range want {
-		st := MustStatus(t, eng, ev.ID, w.token)
-		if st.Status != w.status || st.Position != w.pos {
-			t.Errorf("%s: %s at %d, want %s at %d", w.name, st.Status, st.Position, w.status, w.pos)
-		}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			MustCode(t, c.call("lost"), queue.CodeUnavailable, "")
+			MustCode(t, c.call("nope"), queue.CodeEventNotFound, "")
+		})
 	}
-	// The merge cleared the mark: the event is live like any other now.
-	MustCode(t, eng.Restore(ctx, snap, false), queue.CodeEventExists, "")
-	if next := MustJoin(t, eng, ev.ID, "u_last"); next.Seq != 6 {
-		t.Fatalf("next join seq %d, want 6", next.Seq)
+	if n := rdb.Exists(ctx, queue.Keys(ev.ID)...).Val(); n != 0 {
+		t.Fatalf("calls on the lost event left %d of its keys in Redis", n)
+	}
+	if !slices.Contains(asked, "lost") || !slices.Contains(asked, "nope") {
+		t.Fatalf("WithLost was asked about %v", asked)
 	}
 }
 
-// TestSyncWithoutAudit: an event with nothing audited is mirrored as new:
-// no seeded counter, no recovery mark, so a live line is not merged into.
-func TestSyncWithoutAudit(t *testing.T) {
+// TestReservedNumbers: an event hands out no seq and no admission number
+// above the caps SQL reserved (join answers UNAVAILABLE, admission stops,
+// nothing is half-done); Reserve raises the caps, never lowers them, and
+// never brings a lost event back.
+func TestReservedNumbers(t *testing.T) {
 	ctx := t.Context()
-	eng, _, rdb := MustEngine(t)
-	ev := MustEvent(t, eng, "fresh", nil)
+	eng, clk, rdb := MustEngine(t)
+	ev := queue.Event{ID: "capped", Name: "capped", Seats: 10, Capacity: 10, AdmitBatch: 10, AdmitIntervalMS: 100,
+		ActiveTTLS: 60, Policy: queue.PolicyCapacity, CreatedAt: eng.Now()}
+	if err := eng.CreateMarked(ctx, ev, queue.Incarnation{Mark: "m1", SeqCap: 3, AdmitCap: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// u_1 is admitted on joining; u_2 would be too, but the one admission
+	// number reserved is used up.
+	if en := MustJoin(t, eng, ev.ID, "u_1"); en.Status != queue.StatusActive || en.AdmissionNo != 1 {
+		t.Fatalf("u_1: %+v, want ACTIVE as admission 1", en)
+	}
+	if en := MustJoin(t, eng, ev.ID, "u_2"); en.Status != queue.StatusWaiting {
+		t.Fatalf("u_2: %+v, want WAITING past the admission cap", en)
+	}
+	MustJoin(t, eng, ev.ID, "u_3")
+	_, _, err := eng.Join(ctx, ev.ID, "u_4")
+	MustCode(t, err, queue.CodeUnavailable, "")
+	if seq := rdb.Get(ctx, queue.Keys(ev.ID)[1]).Val(); seq != "3" {
+		t.Fatalf("seq counter %s after a refused join, want 3", seq)
+	}
+	clk.Advance(time.Second)
+	if res, err := eng.Tick(ctx, ev.ID, "r1", time.Minute); err != nil || res.Promoted != 0 {
+		t.Fatalf("tick at the admission cap: %+v, %v; want nobody promoted", res, err)
+	}
+
+	if err := eng.Reserve(ctx, ev.ID, queue.Incarnation{SeqCap: 10, AdmitCap: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Reserve(ctx, ev.ID, queue.Incarnation{SeqCap: 4, AdmitCap: 1}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := eng.Holds(ctx, []string{ev.ID, "nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := queue.Held{Present: true, Incarnation: queue.Incarnation{Mark: "m1", SeqCap: 10, AdmitCap: 2}, Seq: 3, Admitted: 1}
+	if held[0] != want || held[1].Present {
+		t.Fatalf("holds %+v, want %+v and nothing for an unknown event", held, want)
+	}
+	if en := MustJoin(t, eng, ev.ID, "u_4"); en.Seq != 4 {
+		t.Fatalf("u_4 after the reserve: %+v, want seq 4", en)
+	}
+	clk.Advance(time.Second)
+	if res, err := eng.Tick(ctx, ev.ID, "r1", time.Minute); err != nil || res.Promoted != 1 {
+		t.Fatalf("tick after the reserve: %+v, %v; want one promoted (admission 2)", res, err)
+	}
+
 	if err := rdb.FlushAll(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	cat := queue.NewCatalog(&memStore{events: map[string]queue.Event{ev.ID: ev}}, eng)
-	if n, err := cat.Sync(ctx); err != nil || n != 1 {
-		t.Fatalf("Sync = %d, %v; want 1", n, err)
+	MustCode(t, eng.Reserve(ctx, ev.ID, queue.Incarnation{SeqCap: 20, AdmitCap: 20}), queue.CodeEventNotFound, "")
+	if n := rdb.Exists(ctx, queue.Keys(ev.ID)...).Val(); n != 0 {
+		t.Fatalf("a reserve on a lost event left %d keys", n)
 	}
-	if en := MustJoin(t, eng, ev.ID, "u_1"); en.Seq != 1 {
-		t.Fatalf("first join seq %d, want 1", en.Seq)
+}
+
+// TestRestoreResumesCounters: a restore resumes the counters at the
+// snapshot's MaxSeq and Admitted (the old caps), not at the highest numbers
+// the audit trail holds, and writes the new incarnation.
+func TestRestoreResumesCounters(t *testing.T) {
+	ctx := t.Context()
+	eng, clk, _ := MustEngine(t)
+	ev := queue.Event{ID: "resumed", Name: "resumed", Seats: 10, Capacity: 10, AdmitBatch: 1, AdmitIntervalMS: 100,
+		ActiveTTLS: 60, Policy: queue.PolicyBatch, CreatedAt: eng.Now()}
+	inc := queue.Incarnation{Mark: "m2", SeqCap: 2000, AdmitCap: 1100}
+	snap := queue.Snapshot{Event: ev, Attempts: waitingLine(3), MaxSeq: 1000, Admitted: 100, Incarnation: inc}
+	if err := eng.Restore(ctx, snap, false); err != nil {
+		t.Fatal(err)
 	}
-	MustCode(t, eng.Restore(ctx, queue.Snapshot{Event: ev, Attempts: waitingLine(1)}, false), queue.CodeEventExists, "")
+	if en := MustJoin(t, eng, ev.ID, "u_new"); en.Seq != 1001 || en.Position != 4 {
+		t.Fatalf("join after the restore: %+v, want seq 1001 at place 4", en)
+	}
+	clk.Advance(time.Second)
+	if res, err := eng.Tick(ctx, ev.ID, "r1", time.Minute); err != nil || res.Promoted != 1 {
+		t.Fatalf("tick: %+v, %v", res, err)
+	}
+	st := MustStatus(t, eng, ev.ID, MustJoin(t, eng, ev.ID, "u_1").Token)
+	if st.Status != queue.StatusActive || st.AdmissionNo != 101 {
+		t.Fatalf("u_1 after the first tick: %+v, want ACTIVE as admission 101", st)
+	}
+	held, err := eng.Holds(ctx, []string{ev.ID})
+	if err != nil || held[0].Incarnation != inc {
+		t.Fatalf("held %+v (%v), want the incarnation %+v", held, err, inc)
+	}
 }
 
 // TestRestoreLock: a restore refuses while another holds the event's lock,

@@ -85,6 +85,19 @@ type Event struct {
 	Practice bool `json:"practice,omitempty"`
 }
 
+// Incarnation ties one incarnation of an event's Redis state to SQL, which
+// holds it first. Mark names the incarnation: a create or a rebuild makes a
+// new one. SeqCap and AdmitCap are the highest seq and admission number SQL
+// has reserved for it: Redis hands out none above them (a join answers
+// UNAVAILABLE, a tick admits nobody), so after a Redis loss the counters
+// resume at SQL's caps and no number is handed out twice. Zero caps (an event
+// the engine made alone, without SQL) bound nothing.
+type Incarnation struct {
+	Mark     string
+	SeqCap   int64
+	AdmitCap int64
+}
+
 // Stats are an event's live counters.
 type Stats struct {
 	Waiting       int64 `json:"waiting"`
@@ -130,4 +143,30 @@ type Record struct {
 	Lane Lane
 	// PriorityCode is set on the joined record that redeemed it.
 	PriorityCode string
+}
+
+// ConflictReason says why the audit trail could not record an order as sold.
+type ConflictReason string
+
+// Conflict reasons.
+const (
+	// ConflictSeatTaken: SQL holds the seat for another order (the seat was
+	// sold twice).
+	ConflictSeatTaken ConflictReason = "seat_taken"
+	// ConflictLate: the order reached SQL only after a rebuild of its event
+	// from SQL had begun, so the rebuilt line does not have it and the seat
+	// may be sold again (a record of the Redis loss window).
+	ConflictLate ConflictReason = "late"
+)
+
+// Conflict is an order the audit trail kept aside instead of among the sold
+// seats: the buyer was told 201, so an operator must settle it.
+type Conflict struct {
+	Reason ConflictReason
+	// Record is the done record of the order.
+	Record Record
+	// Holder is the order SQL holds the seat for, with its seq; zero when
+	// none.
+	Holder    Order
+	HolderSeq int64
 }

@@ -3,6 +3,8 @@ package recovery_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -103,11 +105,16 @@ var lossCases = []struct {
 		after: func(testing.TB, *rig) {},
 	},
 	{
-		// A server started meanwhile and mirrored the stored definition.
-		name: "definition mirrored by a starting server",
+		// An admin changed the event meanwhile: the change fails (503) and
+		// does not bring the event back empty.
+		name: "definition changed meanwhile",
 		after: func(tb testing.TB, r *rig) {
-			if _, err := queue.NewCatalog(r.db, r.eng).Sync(r.ctx); err != nil {
-				tb.Fatal(err)
+			_, err := queue.NewCatalog(r.db, r.eng).Update(r.ctx, r.ev.ID, func(e *queue.Event) { e.Paused = true })
+			if queue.ErrorCode(err) != queue.CodeEventNotFound {
+				tb.Fatalf("changing a lost event: %v, want %s from an engine without WithLost", err, queue.CodeEventNotFound)
+			}
+			if n := r.rdb.Exists(r.ctx, queue.Keys(r.ev.ID)...).Val(); n != 0 {
+				tb.Fatalf("the change left %d keys of the lost event", n)
 			}
 		},
 	},
@@ -177,7 +184,9 @@ func TestRecoverAfterDataLoss(t *testing.T) {
 				if err != nil {
 					t.Fatalf("recover: %v", err)
 				}
-				want := recovery.Report{EventID: r.ev.ID, Waiting: 33, Active: 7, Done: 2, Left: 2, Admitted: 10, Seats: 2, Grants: 1, MaxSeq: n + 4}
+				// The counters resume at the caps reserved at the create.
+				want := recovery.Report{EventID: r.ev.ID, Waiting: 33, Active: 7, Done: 2, Left: 2, Admitted: queue.AdmitBlock,
+					Seats: 2, Grants: 1, MaxSeq: queue.SeqBlock}
 				if rep != want {
 					t.Fatalf("report %+v, want %+v", rep, want)
 				}
@@ -191,8 +200,10 @@ func TestRecoverAfterDataLoss(t *testing.T) {
 						t.Errorf("token %d: after recovery %+v, before %+v", i, got, b)
 					}
 				}
+				// admitted_total counts on from where admission numbers resume.
+				stats.AdmittedTotal = queue.AdmitBlock
 				if after, err := r.eng.Stats(r.ctx, r.ev); err != nil || after != stats {
-					t.Fatalf("stats after recovery %+v (%v), before %+v", after, err, stats)
+					t.Fatalf("stats after recovery %+v (%v), want %+v", after, err, stats)
 				}
 
 				// A second recovery refuses to overwrite the live event, unless forced.
@@ -205,10 +216,11 @@ func TestRecoverAfterDataLoss(t *testing.T) {
 					t.Fatalf("the first tick after recovery admitted %d, want 5", got)
 				}
 				// FIFO goes on exactly, in each lane: the priority share (3 of
-				// 5) p_0..p_2 first, then u_10 and u_11.
+				// 5) p_0..p_2 first, then u_10 and u_11, numbered past every
+				// admission number the lost state can have handed out.
 				for i, tok := range []string{tokens[n], tokens[n+1], tokens[n+2], tokens[10], tokens[11]} {
-					if st := r.MustStatus(t, tok); st.Status != queue.StatusActive || st.AdmissionNo != int64(11+i) {
-						t.Fatalf("%s after the first tick: %+v, want ACTIVE as admission %d", st.UserID, st, 11+i)
+					if st := r.MustStatus(t, tok); st.Status != queue.StatusActive || st.AdmissionNo != int64(queue.AdmitBlock+1+i) {
+						t.Fatalf("%s after the first tick: %+v, want ACTIVE as admission %d", st.UserID, st, queue.AdmitBlock+1+i)
 					}
 				}
 				p3, u12 := r.MustStatus(t, tokens[n+3]), r.MustStatus(t, tokens[12])
@@ -225,8 +237,8 @@ func TestRecoverAfterDataLoss(t *testing.T) {
 				}
 				// A new join queues behind everyone, with a fresh seq.
 				en, created, err := r.eng.Join(r.ctx, r.ev.ID, "u_new")
-				if err != nil || !created || en.Seq != n+5 || en.Status != queue.StatusWaiting || en.Position != en.Waiting {
-					t.Fatalf("join after recovery: %+v, created %v, %v; want seq %d at the back", en, created, err, n+5)
+				if err != nil || !created || en.Seq != queue.SeqBlock+1 || en.Status != queue.StatusWaiting || en.Position != en.Waiting {
+					t.Fatalf("join after recovery: %+v, created %v, %v; want seq %d at the back", en, created, err, queue.SeqBlock+1)
 				}
 				// The grant survived: u_vip waits in the priority lane.
 				if en, _, err := r.eng.Join(r.ctx, r.ev.ID, "u_vip"); err != nil || en.Lane != queue.LanePriority {
@@ -247,7 +259,7 @@ func TestRecoverAfterDataLoss(t *testing.T) {
 				if _, err := recovery.Recover(r.ctx, r.db, r.eng, r.ev.ID, true); err != nil {
 					t.Fatalf("forced recover: %v", err)
 				}
-				if st := r.MustStatus(t, tokens[11]); st.Status != queue.StatusActive || st.AdmissionNo != 15 {
+				if st := r.MustStatus(t, tokens[11]); st.Status != queue.StatusActive || st.AdmissionNo != queue.AdmitBlock+5 {
 					t.Fatalf("u_11 after a forced recovery: %+v", st)
 				}
 				if st := r.MustStatus(t, tokens[n+3]); st.Status != queue.StatusWaiting || st.Position != 1 {
@@ -255,5 +267,91 @@ func TestRecoverAfterDataLoss(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLateOrderKeptAside: an audit batch read before Redis lost its data
+// reaches SQL only after the rebuild began (the race between the write-behind
+// and the rebuild's snapshot). Its order is not folded in behind the
+// rebuild's back (the rebuilt line does not have it, so the seat is free in
+// Redis): it goes to order_conflicts as late, with nothing changed in
+// entries or orders; the seat is sold again and both SQL and Redis name the
+// new owner. A second order for a seat SQL holds is kept aside as seat_taken.
+func TestLateOrderKeptAside(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			r := MustRig(t, dialect)
+			var tokens []string
+			for i := range 3 {
+				en, _, err := r.eng.Join(r.ctx, r.ev.ID, fmt.Sprintf("u_%d", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				tokens = append(tokens, en.Token)
+			}
+			r.MustTick(t)
+			r.MustCatchUp(t)
+			seat := queue.SeatID(r.ev.Seats, 0)
+			if _, err := r.eng.Order(r.ctx, r.ev, tokens[0], seat, queue.Actor{UserID: "u_0"}); err != nil {
+				t.Fatal(err)
+			}
+			// The in-flight batch: read before the loss, written after.
+			inflight, err := r.eng.Records(r.ctx, r.ev.ID, "0", 1000)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inflight = slices.DeleteFunc(inflight, func(rec queue.Record) bool { return rec.Kind != queue.RecordDone })
+			if len(inflight) != 1 || inflight[0].OrderID == "" {
+				t.Fatalf("in flight %+v, want u_0's done record", inflight)
+			}
+			if err := r.rdb.FlushAll(r.ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := recovery.Recover(r.ctx, r.db, r.eng, r.ev.ID, false); err != nil {
+				t.Fatal(err)
+			}
+			conflicts, err := r.db.WriteRecords(r.ctx, inflight)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(conflicts) != 1 || conflicts[0].Reason != queue.ConflictLate || conflicts[0].Holder.ID != "" {
+				t.Fatalf("conflicts %+v, want u_0's order kept aside as late, seat held by nobody", conflicts)
+			}
+			if again, err := r.db.WriteRecords(r.ctx, inflight); err != nil || len(again) != 0 {
+				t.Fatalf("the same batch again: %+v, %v; want nothing new", again, err)
+			}
+			rows, err := r.db.Entries(r.ctx, r.ev.ID)
+			if err != nil || rows[0].Status != queue.StatusActive {
+				t.Fatalf("u_0's entry %+v (%v): a late record must not move it", rows, err)
+			}
+			// The rebuilt line has u_0 ACTIVE without a seat: u_1 buys it.
+			if _, err := r.eng.Order(r.ctx, r.ev, tokens[1], seat, queue.Actor{UserID: "u_1"}); err != nil {
+				t.Fatal(err)
+			}
+			r.MustCatchUp(t)
+			orders, err := r.db.Orders(r.ctx, r.ev.ID)
+			if err != nil || len(orders) != 1 || orders[0].UserID != "u_1" {
+				t.Fatalf("orders %+v (%v), want the seat sold to u_1", orders, err)
+			}
+			if owner, _, _ := strings.Cut(r.rdb.HGet(r.ctx, queue.Keys(r.ev.ID)[7], seat).Val(), "|"); owner != "u_1" {
+				t.Fatalf("Redis names %q as the owner, SQL u_1", owner)
+			}
+			// An order for a seat SQL holds for another: kept aside with its holder.
+			twice := inflight[0]
+			twice.ID, twice.OrderID, twice.UserID, twice.Seq = "9999999999999-0", "o_twice", "u_2", 3
+			conflicts, err = r.db.WriteRecords(r.ctx, []queue.Record{twice})
+			if err != nil || len(conflicts) != 1 || conflicts[0].Reason != queue.ConflictSeatTaken ||
+				conflicts[0].Holder.UserID != "u_1" {
+				t.Fatalf("a second sale of the seat: %+v, %v; want seat_taken held by u_1", conflicts, err)
+			}
+			kept, err := r.db.Conflicts(r.ctx, r.ev.ID)
+			reasons := map[string]string{}
+			for _, c := range kept {
+				reasons[c.UserID] = c.Reason + " " + c.HolderUserID
+			}
+			if err != nil || len(kept) != 2 || reasons["u_0"] != "late " || reasons["u_2"] != "seat_taken u_1" {
+				t.Fatalf("order_conflicts %+v (%v)", kept, err)
+			}
+		})
 	}
 }

@@ -27,10 +27,10 @@ func TestPriorityGrants(t *testing.T) {
 			j1.Lane, j1.PriorityCode = queue.LanePriority, "VIP-1"
 			j2 := rec("1000-1", queue.RecordJoined, 2, "u_c", t0.Add(ms))
 			j2.Lane, j2.PriorityCode = queue.LanePriority, "VIP-1"
-			if err := s.WriteRecords(ctx, []queue.Record{j1}); err != nil {
+			if _, err := s.WriteRecords(ctx, []queue.Record{j1}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.WriteRecords(ctx, []queue.Record{j2}); err != nil {
+			if _, err := s.WriteRecords(ctx, []queue.Record{j2}); err != nil {
 				t.Fatal(err)
 			}
 			// Granting again leaves a redeemed code redeemed.
@@ -68,7 +68,7 @@ func TestRecordLane(t *testing.T) {
 				{p(rec("1000-0", queue.RecordJoined, 1, "u_p", t0)), rec("2000-1", queue.RecordAdmitted, 2, "u_n", t0.Add(time.Second))},
 			}
 			for _, b := range batches {
-				if err := s.WriteRecords(ctx, b); err != nil {
+				if _, err := s.WriteRecords(ctx, b); err != nil {
 					t.Fatal(err)
 				}
 			}

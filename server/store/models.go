@@ -26,6 +26,14 @@ type EventRow struct {
 	Practice        bool         `gorm:"column:practice;not null;default:false"`
 	CreatedAt       time.Time    `gorm:"column:created_at;not null;index:idx_events_created,priority:1"`
 	UpdatedAt       time.Time    `gorm:"column:updated_at;not null"`
+	// Mark, SeqCap and AdmitCap are the event's current queue.Incarnation.
+	Mark     string `gorm:"column:mark;not null;default:''"`
+	SeqCap   int64  `gorm:"column:seq_cap;not null;default:0"`
+	AdmitCap int64  `gorm:"column:admit_cap;not null;default:0"`
+	// FenceMS is the Redis time (ms) the latest rebuild began at: a record
+	// stamped before it that reaches SQL after it came from the lost state
+	// and missed the rebuild (see WriteRecords).
+	FenceMS int64 `gorm:"column:fence_ms;not null;default:0"`
 }
 
 // TableName implements gorm's schema.Tabler.
@@ -89,6 +97,9 @@ type Entry struct {
 	FinishedAt *time.Time `gorm:"column:finished_at"`
 	// Lane is queue.LanePriority for a FAST TRACK attempt.
 	Lane queue.Lane `gorm:"column:lane;not null;default:''"`
+	// AdmissionNo is the number the admitted record gave the attempt; 0
+	// until it is written (and in rows written before the column existed).
+	AdmissionNo int64 `gorm:"column:admission_no;not null;default:0"`
 }
 
 // TableName implements gorm's schema.Tabler.
@@ -129,3 +140,26 @@ type Order struct {
 
 // TableName implements gorm's schema.Tabler.
 func (Order) TableName() string { return "orders" }
+
+// OrderConflict is a row of the order_conflicts table: an order (a done
+// record's) the audit trail kept aside instead of in orders, for an operator
+// to settle: see queue.Conflict.
+type OrderConflict struct {
+	OrderID   string    `gorm:"column:order_id;primaryKey"`
+	EventID   string    `gorm:"column:event_id;not null;index:idx_order_conflicts_event"`
+	Seat      string    `gorm:"column:seat;not null"`
+	UserID    string    `gorm:"column:user_id;not null"`
+	Seq       int64     `gorm:"column:seq;not null"`
+	StreamID  string    `gorm:"column:stream_id;not null"`
+	OrderedAt time.Time `gorm:"column:ordered_at;not null"`
+	Reason    string    `gorm:"column:reason;not null"`
+	// HolderOrderID, HolderUserID and HolderSeq name the order SQL holds the
+	// seat for; empty when none.
+	HolderOrderID string    `gorm:"column:holder_order_id;not null;default:''"`
+	HolderUserID  string    `gorm:"column:holder_user_id;not null;default:''"`
+	HolderSeq     int64     `gorm:"column:holder_seq;not null;default:0"`
+	FoundAt       time.Time `gorm:"column:found_at;not null"`
+}
+
+// TableName implements gorm's schema.Tabler.
+func (OrderConflict) TableName() string { return "order_conflicts" }

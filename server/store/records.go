@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,7 +77,9 @@ var entryUpsert = "ON CONFLICT (event_id, seq) DO UPDATE SET " +
 	"admitted_at = COALESCE(entries.admitted_at, excluded.admitted_at), " +
 	// An attempt's lane never changes; a row made before its records
 	// carried one learns it from any of them.
-	"lane = CASE WHEN excluded.lane <> '' THEN excluded.lane ELSE entries.lane END"
+	"lane = CASE WHEN excluded.lane <> '' THEN excluded.lane ELSE entries.lane END, " +
+	// So is its admission number, once given.
+	"admission_no = CASE WHEN entries.admission_no <> 0 THEN entries.admission_no ELSE excluded.admission_no END"
 
 func pick(col string) string {
 	return fmt.Sprintf("%[2]s = CASE WHEN %[1]s THEN excluded.%[2]s ELSE entries.%[2]s END", entryWins, col)
@@ -85,8 +88,9 @@ func pick(col string) string {
 // The multi-row INSERTs WriteRecords runs.
 var (
 	insertEntries = &bulkInsert{
-		table:  "entries",
-		cols:   []string{"event_id", "seq", "user_id", "user_type", "status", "status_at", "joined_at", "admitted_at", "finished_at", "lane"},
+		table: "entries",
+		cols: []string{"event_id", "seq", "user_id", "user_type", "status", "status_at", "joined_at", "admitted_at", "finished_at", "lane",
+			"admission_no"},
 		suffix: entryUpsert,
 	}
 	insertTransitions = &bulkInsert{
@@ -117,31 +121,61 @@ type entryKey struct {
 // stored one — a later stage of the life cycle, or the same stage at a later
 // time — so records that arrive late never roll a status back.
 //
+// Orders it cannot keep as sold are never dropped silently: an order whose
+// seat SQL holds for another order, and every order stamped before its
+// event's fence (it came from a Redis state that was lost, and reached SQL
+// after the rebuild from SQL began), go to order_conflicts instead, with the
+// seat's holder. It returns those newly kept aside. Other records stamped
+// before the fence keep their transition but leave entries alone: the
+// rebuilt line does not have them.
+//
 // A record without ID or EventID, or of an unknown kind, fails the whole
 // batch with CodeBadRequest.
-func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) error {
+func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.Conflict, error) {
 	if len(recs) == 0 {
-		return nil
+		return nil, nil
+	}
+	var events []string
+	for i, r := range recs {
+		if _, ok := statusOf(r.Kind); !ok {
+			return nil, queue.Errorf(queue.CodeBadRequest, "record %d (%s): unknown kind %q", i, r.ID, r.Kind)
+		}
+		if r.ID == "" || r.EventID == "" {
+			return nil, queue.Errorf(queue.CodeBadRequest, "record %d: stream id and event id are required", i)
+		}
+		if !slices.Contains(events, r.EventID) {
+			events = append(events, r.EventID)
+		}
+	}
+	pool, err := s.db.DB()
+	if err != nil {
+		return nil, unavailable(fmt.Sprintf("write %d records", len(recs)), err)
+	}
+	fences, err := s.fences(ctx, pool, events, false)
+	if err != nil {
+		return nil, unavailable(fmt.Sprintf("write %d records", len(recs)), err)
 	}
 	transitions := make([]any, 0, len(recs)*len(insertTransitions.cols))
 	var orders []any
+	var sold, late []queue.Record
 	var redeemed []queue.Record
 	byKey := make(map[entryKey]*Entry, len(recs))
-	for i, r := range recs {
-		st, ok := statusOf(r.Kind)
-		if !ok {
-			return queue.Errorf(queue.CodeBadRequest, "record %d (%s): unknown kind %q", i, r.ID, r.Kind)
-		}
-		if r.ID == "" || r.EventID == "" {
-			return queue.Errorf(queue.CodeBadRequest, "record %d: stream id and event id are required", i)
-		}
+	for _, r := range recs {
+		st, _ := statusOf(r.Kind)
 		at := utc(r.At)
 		transitions = append(transitions, r.ID, r.EventID, r.Seq, r.UserID, string(st), at, string(r.Lane))
+		if streamMS(r.ID) < fences[r.EventID] {
+			if r.Kind == queue.RecordDone && r.OrderID != "" {
+				late = append(late, r)
+			}
+			continue
+		}
 		if r.PriorityCode != "" {
 			redeemed = append(redeemed, r)
 		}
 		if r.Kind == queue.RecordDone && r.OrderID != "" {
 			orders = append(orders, r.OrderID, r.EventID, r.Seat, r.UserID, r.Seq, at)
+			sold = append(sold, r)
 		}
 
 		k := entryKey{r.EventID, r.Seq}
@@ -171,6 +205,7 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) error {
 			e.JoinedAt = earliest(e.JoinedAt, at)
 		case queue.RecordAdmitted:
 			e.AdmittedAt = earliest(e.AdmittedAt, at)
+			e.AdmissionNo = r.AdmissionNo
 		}
 	}
 
@@ -186,7 +221,7 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) error {
 	entries := make([]any, 0, len(keyed)*len(insertEntries.cols))
 	for _, e := range keyed {
 		entries = append(entries, e.EventID, e.Seq, e.UserID, string(e.UserType), string(e.Status), e.StatusAt,
-			timeArg(e.JoinedAt), timeArg(e.AdmittedAt), timeArg(e.FinishedAt), string(e.Lane))
+			timeArg(e.JoinedAt), timeArg(e.AdmittedAt), timeArg(e.FinishedAt), string(e.Lane), e.AdmissionNo)
 	}
 
 	batches := []struct {
@@ -197,21 +232,172 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) error {
 	// one-connection pool has one free to prepare on.
 	for _, b := range batches {
 		if err := s.prepare(ctx, b.ins, b.args); err != nil {
-			return unavailable(fmt.Sprintf("write %d records", len(recs)), err)
+			return nil, unavailable(fmt.Sprintf("write %d records", len(recs)), err)
 		}
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	var conflicts []queue.Conflict
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		// The fences again, now holding the events' rows: a rebuild that
+		// moved one since (it waits for this transaction, or this one sees
+		// its fence) sends the batch round again, to be sorted anew.
+		now, err := s.fences(ctx, tx, events, true)
+		if err != nil {
+			return err
+		}
+		if !maps.Equal(now, fences) {
+			return errors.New("a rebuild moved an event's fence; retrying")
+		}
 		for _, b := range batches {
 			if err := s.insert(ctx, tx, b.ins, b.args); err != nil {
 				return err
 			}
 		}
-		return s.redeem(ctx, tx, redeemed)
+		if err := s.redeem(ctx, tx, redeemed); err != nil {
+			return err
+		}
+		conflicts, err = s.keepAside(ctx, tx, sold, late)
+		return err
 	})
 	if err != nil {
-		return unavailable(fmt.Sprintf("write %d records", len(recs)), err)
+		return nil, unavailable(fmt.Sprintf("write %d records", len(recs)), err)
 	}
-	return nil
+	return conflicts, nil
+}
+
+// querier is what both a pool and a transaction run queries on.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// placeholders is n statement placeholders from the first'th (1-based) on,
+// comma-separated, in the store's dialect.
+func (s *Store) placeholders(first, n int) string {
+	ph := make([]string, n)
+	for i := range ph {
+		ph[i] = "?"
+		if s.dialect == DialectPostgres {
+			ph[i] = "$" + strconv.Itoa(first+i)
+		}
+	}
+	return strings.Join(ph, ", ")
+}
+
+// fences returns the fence (ms) of each of events that SQL holds; with lock,
+// it holds their rows against a rebuild until the transaction ends.
+func (s *Store) fences(ctx context.Context, q querier, events []string, lock bool) (map[string]int64, error) {
+	query := "SELECT id, fence_ms FROM events WHERE id IN (" + s.placeholders(1, len(events)) + ")"
+	if lock && s.dialect == DialectPostgres {
+		query += " FOR SHARE" // SQLite's immediate transactions serialize writers already
+	}
+	args := make([]any, len(events))
+	for i, id := range events {
+		args[i] = id
+	}
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("fences: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var id string
+		var ms int64
+		if err := rows.Scan(&id, &ms); err != nil {
+			return nil, fmt.Errorf("fences: %w", err)
+		}
+		out[id] = ms
+	}
+	return out, rows.Err()
+}
+
+type seatKey struct{ eventID, seat string }
+
+type holder struct {
+	order queue.Order
+	seq   int64
+}
+
+// holdersChunk is the seats one holders query asks for at most.
+const holdersChunk = 500
+
+// holders returns the orders SQL holds the seats of recs for.
+func (s *Store) holders(ctx context.Context, q querier, recs []queue.Record) (map[seatKey]holder, error) {
+	seats := map[string][]any{}
+	for _, r := range recs {
+		seats[r.EventID] = append(seats[r.EventID], r.Seat)
+	}
+	out := map[seatKey]holder{}
+	for ev, list := range seats {
+		for chunk := range slices.Chunk(list, holdersChunk) {
+			rows, err := q.QueryContext(ctx, "SELECT seat, order_id, user_id, seq FROM orders WHERE event_id = "+
+				s.placeholders(1, 1)+" AND seat IN ("+s.placeholders(2, len(chunk))+")", append([]any{ev}, chunk...)...)
+			if err != nil {
+				return nil, fmt.Errorf("seat holders: %w", err)
+			}
+			for rows.Next() {
+				var h holder
+				if err := rows.Scan(&h.order.Seat, &h.order.ID, &h.order.UserID, &h.seq); err != nil {
+					rows.Close()
+					return nil, fmt.Errorf("seat holders: %w", err)
+				}
+				out[seatKey{ev, h.order.Seat}] = h
+			}
+			if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+				return nil, fmt.Errorf("seat holders: %w", err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// streamMS is the Redis time (ms) a stream id was stamped at.
+func streamMS(id string) int64 {
+	ms, _, _ := strings.Cut(id, "-")
+	n, _ := strconv.ParseInt(ms, 10, 64)
+	return n
+}
+
+// keepAside finds, among the orders of sold (just inserted) and late, those
+// SQL does not hold their seat for, stores them in order_conflicts with the
+// seat's holder, and returns those not stored before.
+func (s *Store) keepAside(ctx context.Context, tx *sql.Tx, sold, late []queue.Record) ([]queue.Conflict, error) {
+	if len(sold)+len(late) == 0 {
+		return nil, nil
+	}
+	all := slices.Concat(sold, late)
+	holders, err := s.holders(ctx, tx, all)
+	if err != nil {
+		return nil, err
+	}
+	var found []queue.Conflict
+	for i, r := range all {
+		c := queue.Conflict{Reason: queue.ConflictSeatTaken, Record: r}
+		if i >= len(sold) {
+			c.Reason = queue.ConflictLate
+		}
+		if h, ok := holders[seatKey{r.EventID, r.Seat}]; ok {
+			c.Holder, c.HolderSeq = h.order, h.seq
+		}
+		if c.Holder.ID == r.OrderID {
+			continue // sold as it should be (or written before the fence moved)
+		}
+		found = append(found, c)
+	}
+	var kept []queue.Conflict
+	for _, c := range found {
+		r := c.Record
+		res, err := tx.ExecContext(ctx, "INSERT INTO order_conflicts (order_id, event_id, seat, user_id, seq, stream_id, "+
+			"ordered_at, reason, holder_order_id, holder_user_id, holder_seq, found_at) VALUES ("+s.placeholders(1, 12)+
+			") ON CONFLICT DO NOTHING", r.OrderID, r.EventID, r.Seat, r.UserID, r.Seq, r.ID, utc(r.At), string(c.Reason),
+			c.Holder.ID, c.Holder.UserID, c.HolderSeq, now())
+		if err != nil {
+			return nil, fmt.Errorf("order_conflicts: %w", err)
+		}
+		if n, _ := res.RowsAffected(); n > 0 {
+			kept = append(kept, c)
+		}
+	}
+	return kept, nil
 }
 
 // timeArg is t as a statement argument: NULL when t is nil.
@@ -278,7 +464,7 @@ type bulkInsert struct {
 }
 
 // bulkSizes are the row counts of the prepared statements, largest first.
-// 256 rows of at most 10 columns stay well under the bind limits of SQLite
+// 256 rows of at most 11 columns stay well under the bind limits of SQLite
 // (32,766) and PostgreSQL (65,535).
 var bulkSizes = [...]int{256, 64, 16, 4, 1}
 

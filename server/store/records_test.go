@@ -64,7 +64,7 @@ func lifecycleOrders() []store.Order {
 
 func mustWrite(t testing.TB, ctx context.Context, s *store.Store, recs []queue.Record) {
 	t.Helper()
-	if err := s.WriteRecords(ctx, recs); err != nil {
+	if _, err := s.WriteRecords(ctx, recs); err != nil {
 		t.Fatalf("WriteRecords(%d records): %v", len(recs), err)
 	}
 }
@@ -177,7 +177,7 @@ func TestWriteRecords(t *testing.T) {
 			var wg sync.WaitGroup
 			for range 4 {
 				wg.Go(func() {
-					if err := s.WriteRecords(ctx, lifecycle()); err != nil {
+					if _, err := s.WriteRecords(ctx, lifecycle()); err != nil {
 						t.Error(err)
 					}
 				})
@@ -319,7 +319,7 @@ func TestWriteRecords(t *testing.T) {
 				"no event id":   {ID: "9-0", Kind: queue.RecordJoined, Seq: 9, UserID: "x", At: t0},
 				"empty records": {},
 			} {
-				err := s.WriteRecords(ctx, append(lifecycle(), bad))
+				_, err := s.WriteRecords(ctx, append(lifecycle(), bad))
 				if queue.ErrorCode(err) != queue.CodeBadRequest {
 					t.Fatalf("%s: error %v, want BAD_REQUEST", name, err)
 				}
@@ -385,7 +385,7 @@ func BenchmarkWriteRecords(b *testing.B) {
 		}
 		seq += tokens
 		b.StartTimer()
-		if err := s.WriteRecords(ctx, batch); err != nil {
+		if _, err := s.WriteRecords(ctx, batch); err != nil {
 			b.Fatal(err)
 		}
 		batches++

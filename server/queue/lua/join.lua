@@ -7,13 +7,14 @@
 -- Returns {result, status, seq, detail, waiting, admitted at, admission no, lane,
 --          admitted, rate, batch, interval}:
 --   result NEW | EXISTS, or an error code alone; an error changes nothing but
---   ending the user's run-out active window, which any call may do;
+--   ending the user's run-out active window, which any call may do
+--   (UNAVAILABLE when the seqs SQL has reserved are used up, see put_event.lua);
 --   detail is the 1-based place while WAITING, the expiry in ms when ACTIVE;
 --   lane is "p" for the priority lane, "" for the normal one.
 -- A live attempt is returned as it is, whatever code the call carries.
 local user, code, force, dev = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local cfg = redis.call('HMGET', K_CFG, 'capacity', 'policy', 'paused', 'opens', 'closes', 'ttl', 'batch', 'pshare',
-  'interval')
+  'interval', 'seq_cap', 'adm_cap')
 if not cfg[1] then
   return {'EVENT_NOT_FOUND'}
 end
@@ -66,6 +67,12 @@ if dev ~= '' then
   redis.call('HSET', K_DV, 'd:' .. dev, user, 'u:' .. user, dev)
 end
 
+-- No seq past what SQL has reserved: after a Redis loss the counter resumes
+-- at the reservation, so no number handed out here is ever handed out again.
+if cfg[10] and tonumber(redis.call('GET', K_SEQ) or '0') >= tonumber(cfg[10]) then
+  return {'UNAVAILABLE'}
+end
+
 local lane = ''
 if force == '1' or redis.call('HEXISTS', K_PG, 'u:' .. user) == 1 then
   lane = 'p'
@@ -86,7 +93,8 @@ local out
 -- adaptive must not let anyone in past a downstream it may have found down.
 if waiting == 0 and cfg[3] ~= '1' and cfg[2] == 'capacity' then
   local live = redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
-  if live < tonumber(cfg[1]) then
+  if live < tonumber(cfg[1]) and
+      (not cfg[11] or (tonumber(redis.call('HGET', K_N, 'admitted')) or 0) < tonumber(cfg[11])) then
     local exp, no = admit(user, seq, tonumber(cfg[6]), lane)
     out = {'NEW', 'ACTIVE', seq, exp, 0, NOW, no, lane}
   end

@@ -10,7 +10,9 @@
 -- once it is stale: the downstream is down) or, when none was ever reported,
 -- the orders per second our own order script completed since the last tick.
 -- The room is split between the priority and the normal lane (see below).
-local cfg = redis.call('HMGET', K_CFG, 'capacity', 'batch', 'interval', 'policy', 'paused', 'ttl', 'max_tps', 'pshare')
+-- No admission number goes past what SQL has reserved (adm_cap, see put_event.lua).
+local cfg = redis.call('HMGET', K_CFG, 'capacity', 'batch', 'interval', 'policy', 'paused', 'ttl', 'max_tps', 'pshare',
+  'adm_cap')
 if not cfg[1] then
   return {'GONE'}
 end
@@ -53,6 +55,9 @@ elseif policy == 'adaptive' then
     local live = redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
     room = math.min(room, tonumber(cfg[1]) - live)
   end
+end
+if cfg[9] then
+  room = math.min(room, tonumber(cfg[9]) - (tonumber(redis.call('HGET', K_N, 'admitted')) or 0))
 end
 
 -- Split the room between the lanes: the priority lane gets ceil(room x share),
