@@ -14,15 +14,6 @@ import (
 // DefaultEvery is how often a Keeper compares SQL's events with Redis.
 const DefaultEvery = 500 * time.Millisecond
 
-// Watched is what a Keeper reads: Source, and the incarnation SQL holds for
-// every event; store.Store implements it.
-type Watched interface {
-	Source
-	Incarnations(ctx context.Context) (map[string]queue.Incarnation, error)
-}
-
-var _ Watched = (*store.Store)(nil)
-
 // Observer learns of the rebuilds a Keeper ran, e.g. to count them.
 type Observer interface {
 	Rebuilt(eventID string)
@@ -47,7 +38,7 @@ func WithLogger(l *slog.Logger) KeeperOption { return func(k *Keeper) { k.log = 
 // engine's queue.WithLost). And it keeps the numbers Redis may hand out
 // reserved in SQL ahead of use (queue.Catalog.TopUp). Safe for concurrent use.
 type Keeper struct {
-	src     Watched
+	src     *store.Store
 	eng     *queue.Engine
 	cat     *queue.Catalog
 	replica string
@@ -67,7 +58,7 @@ type Keeper struct {
 
 // NewKeeper returns a keeper of src's events in eng's Redis, for replica
 // (unique among the replicas, it names the lease holder).
-func NewKeeper(src Watched, eng *queue.Engine, cat *queue.Catalog, replica string, opts ...KeeperOption) *Keeper {
+func NewKeeper(src *store.Store, eng *queue.Engine, cat *queue.Catalog, replica string, opts ...KeeperOption) *Keeper {
 	k := &Keeper{src: src, eng: eng, cat: cat, replica: replica, every: DefaultEvery, log: slog.Default(),
 		nudge: make(chan struct{}, 1), warned: map[string]bool{}, absent: map[string]bool{}}
 	for _, o := range opts {
