@@ -62,6 +62,8 @@ type Config struct {
 	Embedded string
 	// PracticeScenarios replaces the embedded practice scenarios when set.
 	PracticeScenarios []*scenario.Scenario
+	// PracticeLimits bounds practice races; zero fields keep the defaults.
+	PracticeLimits practice.Limits
 }
 
 // Server is a running rushline server.
@@ -184,7 +186,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("listen %s: %w", cfg.Addr, err)
 	}
 	// Practice bots reach this very server through its HTTP API.
-	popts := []practice.Option{practice.WithLogger(log), practice.WithForgetter(m)}
+	popts := []practice.Option{practice.WithLogger(log), practice.WithForgetter(m), practice.WithLimits(cfg.PracticeLimits)}
 	if len(cfg.PracticeScenarios) > 0 {
 		popts = append(popts, practice.WithScenarios(cfg.PracticeScenarios...))
 	}

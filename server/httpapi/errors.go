@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -34,7 +35,7 @@ var statusOf = map[queue.Code]int{
 	practice.CodeRaceNotFinished: http.StatusConflict,
 }
 
-// retryAfter is the Retry-After, in seconds, sent with 503s.
+// retryAfter is the Retry-After, in seconds, sent with 503s that name none.
 const retryAfter = 1
 
 type errorBody struct {
@@ -62,13 +63,14 @@ func (s *Server) fail(c *gin.Context, err error) {
 	if status == 0 {
 		status = http.StatusInternalServerError
 	}
-	if status >= 500 {
-		if qe.Err != nil {
-			_ = c.Error(qe.Err)
-		}
-		if status == http.StatusServiceUnavailable {
-			c.Header("Retry-After", strconv.Itoa(retryAfter))
-		}
+	if status >= 500 && qe.Err != nil {
+		_ = c.Error(qe.Err)
+	}
+	switch {
+	case qe.RetryAfter > 0:
+		c.Header("Retry-After", strconv.FormatInt(int64((qe.RetryAfter+time.Second-1)/time.Second), 10))
+	case status == http.StatusServiceUnavailable:
+		c.Header("Retry-After", strconv.Itoa(retryAfter))
 	}
 	s.metrics.Errors.WithLabelValues(string(qe.Code)).Inc()
 	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: qe.Code, Message: qe.Message, Status: qe.Status}})
