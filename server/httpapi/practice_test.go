@@ -505,12 +505,17 @@ func TestPracticeHeldRaceLetGo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("waits for a whole race: ~10 s")
 	}
-	f := MustPracticeServer(t, store.DialectSQLite, practice.WithLimits(practice.Limits{Held: 1, PerClient: 2}))
+	f := MustPracticeServer(t, store.DialectSQLite, practice.WithLimits(practice.Limits{Held: 2, PerClient: 3}))
 	_, first := f.MustSession(t, "first")
 	_, second := f.MustSession(t, "second")
 	id := obj(f.MustStartRace(t, first, 3).Body, "event")["id"].(string)
 	if r := mustResult(t, f, id, first); r.Body["bot_stats"] == nil {
 		t.Fatalf("the finished race's result has no bot_stats while held: %s", r.Raw)
+	}
+	// A person's next race leaves their finished one be while there is room.
+	f.MustStartRace(t, first, 60)
+	if r := f.MustDo(t, "GET", "/api/v1/practice/"+id+"/result", Bearer(first), nil); r.Body["bot_stats"] == nil {
+		t.Fatalf("the finished race was let go with room to spare: %s", r.Raw)
 	}
 	f.MustStartRace(t, second, 60)
 	res := f.MustDo(t, "GET", "/api/v1/practice/"+id+"/result", Bearer(first), nil)
@@ -525,7 +530,7 @@ func TestPracticeHeldRaceLetGo(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	// The new race holds the only place, and it runs: a third person waits.
+	// The two new races hold both places, and they run: a third person waits.
 	_, third := f.MustSession(t, "third")
 	r := f.MustDo(t, "POST", "/api/v1/practice", Bearer(third), map[string]any{"scenario": "tiny-race"})
 	MustError(t, r, http.StatusServiceUnavailable, "UNAVAILABLE")

@@ -33,8 +33,8 @@ const (
 	// from its start (countdown included) to its end.
 	DefaultMaxRaces = 8
 	// DefaultMaxRunningBots bounds the planned bots of all running races:
-	// their memory (about 10 KB each, README "Practice limits") and the CPU
-	// of their calls.
+	// their memory (about 30 KB of RSS each, measured: README "Practice
+	// limits") and the CPU of their calls.
 	DefaultMaxRunningBots = 12_000
 	// DefaultMaxHeld is how many races one server holds in memory at once:
 	// running, stopped and finished ones, each with its event in Redis and
@@ -302,14 +302,14 @@ func (s *Service) Start(ctx context.Context, who Racer, name string, opensIn tim
 	r := newRace(sc.Name, who, plannedBots(sc), opensAt, closesAt, closesAt.Add(ttl+5*time.Second))
 	s.sweep(ctx, now)
 	s.mu.Lock()
-	if err := s.limits.check(s.usage(who), r.planned, time.Now()); err != nil {
+	if err := s.limits.check(s.usage(who), r.planned, now); err != nil {
 		s.mu.Unlock()
 		return Started{}, err
 	}
 	for len(s.races) >= s.limits.Held && s.letGo() {
 	}
 	for _, o := range s.races {
-		if o.owner == who.UserID {
+		if _, done := o.finishedAt(); o.owner == who.UserID && !done {
 			o.stop()
 		}
 	}

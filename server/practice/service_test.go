@@ -263,3 +263,42 @@ func TestStartAfterClose(t *testing.T) {
 		t.Errorf("%d races held after a refused start", n)
 	}
 }
+
+// Many people starting at once never get more races than the limits allow,
+// and a refused start never makes an event.
+func TestConcurrentStartsKeepTheLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		limits  Limits
+		address func(i int) string
+		want    int
+	}{
+		// Everyone from their own address: the server's race limit holds.
+		{"server limit", Limits{Races: 3}, func(i int) string { return strconv.Itoa(i) }, 3},
+		// Everyone from one address: one race.
+		{"address limit", Limits{}, func(int) string { return "shared" }, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := &countingCreator{}
+			s := MustService(t, &memStore{saved: map[string]Record{}}, WithLimits(tc.limits))
+			s.creator = cr
+			defer mustClose(t, s)
+			var mu sync.Mutex
+			codes := map[queue.Code]int{}
+			var wg sync.WaitGroup
+			for i := range 50 {
+				wg.Go(func() {
+					user := "u" + strconv.Itoa(i)
+					_, err := s.Start(context.Background(), Racer{UserID: user, Nickname: user, Client: tc.address(i)}, "s10", MinOpensIn)
+					mu.Lock()
+					codes[queue.ErrorCode(err)]++
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			if codes[""] != tc.want || cr.count() != tc.want {
+				t.Fatalf("answers %v, %d events made; want %d started and as many events", codes, cr.count(), tc.want)
+			}
+		})
+	}
+}

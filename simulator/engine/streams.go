@@ -36,8 +36,5 @@ func (s *Streams) acquire() bool {
 
 func (s *Streams) release() { <-s.slots }
 
-// Open is how many streams are open now.
-func (s *Streams) Open() int { return len(s.slots) }
-
 // CloseIdleConnections closes the streams' idle connections.
 func (s *Streams) CloseIdleConnections() { s.client.CloseIdleConnections() }
