@@ -63,6 +63,8 @@ type Config struct {
 	Embedded string
 	// PracticeScenarios replaces the embedded practice scenarios when set.
 	PracticeScenarios []*scenario.Scenario
+	// PracticeLimits bounds practice races; zero fields keep the defaults.
+	PracticeLimits practice.Limits
 }
 
 // Server is a running rushline server.
@@ -193,7 +195,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	cleanups = append(cleanups, hub.Close)
 
 	// Practice bots reach this very server through its HTTP API.
-	popts := []practice.Option{practice.WithLogger(log), practice.WithForgetter(m)}
+	popts := []practice.Option{practice.WithLogger(log), practice.WithForgetter(m), practice.WithLimits(cfg.PracticeLimits)}
 	if len(cfg.PracticeScenarios) > 0 {
 		popts = append(popts, practice.WithScenarios(cfg.PracticeScenarios...))
 	}

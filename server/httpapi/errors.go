@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -42,7 +43,7 @@ var statusOf = map[queue.Code]int{
 // errCodeKey holds, in the gin context, the code of the error fail answered.
 const errCodeKey = "rushline.error_code"
 
-// retryAfter is the Retry-After, in seconds, sent with 503s.
+// retryAfter is the Retry-After, in seconds, sent with 503s that name none.
 const retryAfter = 1
 
 type errorBody struct {
@@ -70,13 +71,14 @@ func (s *Server) fail(c *gin.Context, err error) {
 	if status == 0 {
 		status = http.StatusInternalServerError
 	}
-	if status >= 500 {
-		if qe.Err != nil {
-			_ = c.Error(qe.Err)
-		}
-		if status == http.StatusServiceUnavailable {
-			c.Header("Retry-After", strconv.Itoa(retryAfter))
-		}
+	if status >= 500 && qe.Err != nil {
+		_ = c.Error(qe.Err)
+	}
+	switch {
+	case qe.RetryAfter > 0:
+		c.Header("Retry-After", strconv.FormatInt(int64((qe.RetryAfter+time.Second-1)/time.Second), 10))
+	case status == http.StatusServiceUnavailable:
+		c.Header("Retry-After", strconv.Itoa(retryAfter))
 	}
 	s.metrics.Errors.WithLabelValues(string(qe.Code)).Inc()
 	c.Set(errCodeKey, qe.Code) // for logAndMeasure's level

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -69,13 +70,24 @@ func (s *Server) startPractice(c *gin.Context) {
 		}
 		opensIn = time.Duration(*req.OpensInS * float64(time.Second))
 	}
-	st, err := s.Practice.Start(c.Request.Context(), sess.UserID, sess.Nickname, *req.Scenario, opensIn)
+	who := practice.Racer{UserID: sess.UserID, Nickname: sess.Nickname, Client: racerAddr(s.clientAddr(c))}
+	st, err := s.Practice.Start(c.Request.Context(), who, *req.Scenario, opensIn)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
 	c.JSON(http.StatusCreated, gin.H{"event": st.Event, "scenario": st.Scenario, "opens_at": st.OpensAt,
 		"bots": st.Bots, "seats": st.Seats, "server_time": s.Engine.Now().UTC()})
+}
+
+// racerAddr names the client a practice race counts against: its IPv4
+// address, or its IPv6 /64, which one home or phone holds whole.
+func racerAddr(addr string) string {
+	ip := net.ParseIP(addr)
+	if ip == nil || ip.To4() != nil {
+		return addr
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 func (s *Server) practiceLive(c *gin.Context) {

@@ -417,10 +417,11 @@ func TestPracticeBadInput(t *testing.T) {
 		http.StatusConflict, "EVENT_NOT_OPEN")
 }
 
-// TestPracticeRacesAreCapped: a server runs MaxRaces races at once, and a
-// person one: a new start ends the person's running race.
+// TestPracticeRacesAreCapped: a server runs Limits.Races races at once, and
+// a person one: a new start ends the person's running race.
 func TestPracticeRacesAreCapped(t *testing.T) {
-	f := MustPracticeServer(t, store.DialectSQLite, practice.WithMaxRaces(1))
+	// Both people call from this test's address: let it run two races.
+	f := MustPracticeServer(t, store.DialectSQLite, practice.WithLimits(practice.Limits{Races: 1, PerClient: 2}))
 	_, busy := f.MustSession(t, "busy")
 	_, other := f.MustSession(t, "other")
 	first := obj(f.MustStartRace(t, busy, 60).Body, "event")["id"].(string)
@@ -436,6 +437,103 @@ func TestPracticeRacesAreCapped(t *testing.T) {
 		t.Errorf("the ended race's result = %s", res.Raw)
 	}
 	MustError(t, f.MustDo(t, "GET", "/api/v1/practice/"+second+"/result", Bearer(busy), nil), http.StatusConflict, "RACE_NOT_FINISHED")
+}
+
+// mustPracticeEvents counts the practice events the server has.
+func mustPracticeEvents(tb testing.TB, f *PracticeFixture) int {
+	tb.Helper()
+	r := f.MustDo(tb, "GET", "/api/v1/events", adminH, nil)
+	MustStatus(tb, r, http.StatusOK)
+	n := 0
+	for _, ev := range r.Body["events"].([]any) {
+		if ev.(map[string]any)["practice"] == true {
+			n++
+		}
+	}
+	return n
+}
+
+// Guest sessions cost nothing, so races are counted per address too: a
+// second person calling from an address (an IPv4 address, an IPv6 /64)
+// whose race runs gets 429 with Retry-After, and nothing is made for them.
+func TestPracticeOneRacePerAddress(t *testing.T) {
+	f := MustPracticeServer(t, store.DialectSQLite)
+	// The same API behind a trusted proxy, so the test can call from several addresses.
+	g := &PracticeFixture{Fixture: MustLimited(t, f.Fixture, "sessions=1000/s", true, nil), Practice: f.Practice}
+	start := func(token, addr string) *Response {
+		return g.MustDo(t, "POST", "/api/v1/practice", map[string]string{"Authorization": "Bearer " + token,
+			"X-Forwarded-For": addr}, map[string]any{"scenario": "tiny-race", "opens_in_s": 60})
+	}
+	tokens := map[string]string{}
+	for _, name := range []string{"a", "b", "c", "d"} {
+		_, tokens[name] = g.MustSession(t, name)
+	}
+	MustStatus(t, start(tokens["a"], "203.0.113.7"), http.StatusCreated)
+	MustStatus(t, start(tokens["c"], "2001:db8:0:1::1"), http.StatusCreated)
+	for _, tc := range []struct {
+		name, who, addr string
+		status          int
+	}{
+		// Another guest from a's address.
+		{"same IPv4 address", "b", "203.0.113.7", http.StatusTooManyRequests},
+		// Another guest from c's /64.
+		{"same IPv6 /64", "d", "2001:db8:0:1:ffff::2", http.StatusTooManyRequests},
+		// a again: the new race replaces a's own.
+		{"own race replaced", "a", "203.0.113.7", http.StatusCreated},
+		// Another address is free.
+		{"other address", "b", "198.51.100.1", http.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := mustPracticeEvents(t, f)
+			r := start(tokens[tc.who], tc.addr)
+			if tc.status == http.StatusCreated {
+				MustStatus(t, r, http.StatusCreated)
+				return
+			}
+			MustRateLimited(t, r, int(practice.MaxRetryAfter/time.Second))
+			if after := mustPracticeEvents(t, f); after != before {
+				t.Errorf("a refused start made an event: %d practice events, %d before", after, before)
+			}
+		})
+	}
+}
+
+// TestPracticeHeldRaceLetGo: when the server holds as many races as it
+// keeps, a start lets the finished race that ended first go (its result
+// then comes from the database) instead of refusing.
+func TestPracticeHeldRaceLetGo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a whole race: ~10 s")
+	}
+	f := MustPracticeServer(t, store.DialectSQLite, practice.WithLimits(practice.Limits{Held: 2, PerClient: 3}))
+	_, first := f.MustSession(t, "first")
+	_, second := f.MustSession(t, "second")
+	id := obj(f.MustStartRace(t, first, 3).Body, "event")["id"].(string)
+	if r := mustResult(t, f, id, first); r.Body["bot_stats"] == nil {
+		t.Fatalf("the finished race's result has no bot_stats while held: %s", r.Raw)
+	}
+	// A person's next race leaves their finished one be while there is room.
+	f.MustStartRace(t, first, 60)
+	if r := f.MustDo(t, "GET", "/api/v1/practice/"+id+"/result", Bearer(first), nil); r.Body["bot_stats"] == nil {
+		t.Fatalf("the finished race was let go with room to spare: %s", r.Raw)
+	}
+	f.MustStartRace(t, second, 60)
+	res := f.MustDo(t, "GET", "/api/v1/practice/"+id+"/result", Bearer(first), nil)
+	MustStatus(t, res, http.StatusOK)
+	if res.Body["bot_stats"] != nil || obj(res.Body, "you")["outcome"] != practice.OutcomeNotJoined {
+		t.Errorf("the let-go race's result = %s, want it from the database", res.Raw)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for f.MustDo(t, "GET", "/api/v1/events/"+id, nil, nil).Status != http.StatusNotFound {
+		if time.Now().After(deadline) {
+			t.Fatal("the let-go race's event is still there")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The two new races hold both places, and they run: a third person waits.
+	_, third := f.MustSession(t, "third")
+	r := f.MustDo(t, "POST", "/api/v1/practice", Bearer(third), map[string]any{"scenario": "tiny-race"})
+	MustError(t, r, http.StatusServiceUnavailable, "UNAVAILABLE")
 }
 
 func TestServerTime(t *testing.T) {

@@ -28,14 +28,34 @@ import (
 
 // Defaults and limits of a service.
 const (
-	// DefaultMaxRaces is how many races may run at once on one server.
-	DefaultMaxRaces = 4
+	// DefaultMaxRaces is how many races may run at once on one server, each
+	// from its start (countdown included) to its end.
+	DefaultMaxRaces = 8
+	// DefaultMaxRunningBots bounds the planned bots of all running races:
+	// their memory (about 30 KB of RSS each, measured: README "Practice
+	// limits") and the CPU of their calls.
+	DefaultMaxRunningBots = 12_000
 	// DefaultMaxHeld is how many races one server holds in memory at once:
 	// running, stopped and finished ones, each with its event in Redis and
-	// SQL, until forgotten. A start beyond it answers CodeUnavailable.
+	// SQL. When full, the finished race that ended first is let go (its
+	// result stays in the database) to make room.
 	DefaultMaxHeld = 32
-	// DefaultMaxRunningBots bounds the planned bots of all running races.
-	DefaultMaxRunningBots = 12_000
+	// DefaultMaxPerClient is how many running races other users may have
+	// started from the address of a caller: guest sessions cost nothing, so
+	// a limit per user alone would hold back nobody.
+	DefaultMaxPerClient = 1
+	// DefaultLoopbackConns is how many connections all practice bots of a
+	// server share for their calls; further calls wait for one. It bounds
+	// both the descriptors and the requests they have in flight at once, so
+	// other callers' requests always find the CPU's attention.
+	DefaultLoopbackConns = 32
+	// DefaultMaxStreams is how many SSE streams all practice bots of a
+	// server hold at once; the other sse bots poll every
+	// engine.DefaultFallbackPoll.
+	DefaultMaxStreams = 256
+	// MaxRetryAfter bounds the Retry-After of a refused start: a race often
+	// ends long before its hard end, the only time the server can promise.
+	MaxRetryAfter = time.Minute
 	// MaxBots and MaxSeats bound the scenarios offered: the bots run inside
 	// the server, and the person's page loads the whole seat map.
 	MaxBots  = 10_000
@@ -61,6 +81,8 @@ const (
 	syncEvery = 250 * time.Millisecond
 	// readChunk is the records one stream read returns at most.
 	readChunk = 1000
+	// idleConnTimeout closes the bots' idle loopback connections.
+	idleConnTimeout = 30 * time.Second
 )
 
 // Phases of a race.
@@ -92,15 +114,8 @@ type Store interface {
 // Option configures a Service.
 type Option func(*Service)
 
-// WithMaxRaces sets how many races may run at once.
-func WithMaxRaces(n int) Option { return func(s *Service) { s.maxRaces = n } }
-
-// WithMaxHeld sets how many races (running, stopped or finished) the
-// service holds at once.
-func WithMaxHeld(n int) Option { return func(s *Service) { s.maxHeld = n } }
-
-// WithMaxRunningBots sets how many planned bots all running races may have.
-func WithMaxRunningBots(n int) Option { return func(s *Service) { s.maxBots = n } }
+// WithLimits sets the service's limits; a zero field keeps its default.
+func WithLimits(l Limits) Option { return func(s *Service) { s.limits = l.withDefaults() } }
 
 // WithForgetter has f forget every event the service drops.
 func WithForgetter(f Forgetter) Option { return func(s *Service) { s.forgetter = f } }
@@ -123,13 +138,15 @@ type Service struct {
 	results   Store
 	target    string
 	simKey    string
-	maxRaces  int
-	maxHeld   int
-	maxBots   int
+	limits    Limits
 	keep      time.Duration
 	log       *slog.Logger
 	scenarios []*scenario.Scenario
 	forgetter Forgetter
+	// client sends every bot's calls and streams every bot's streams, over
+	// a bounded number of loopback connections whatever the races.
+	client  *http.Client
+	streams *engine.Streams
 	// runBots plays a race's bots (engine.Run; tests replace it).
 	runBots func(ctx context.Context, sc *scenario.Scenario, cfg engine.Config) (report.Raw, error)
 
@@ -147,8 +164,8 @@ type Service struct {
 // e.g. http://127.0.0.1:8080) with the simulator key.
 func New(eng *queue.Engine, creator Creator, results Store, target, simKey string, opts ...Option) (*Service, error) {
 	s := &Service{eng: eng, creator: creator, results: results, target: strings.TrimRight(target, "/"), simKey: simKey,
-		maxRaces: DefaultMaxRaces, maxHeld: DefaultMaxHeld, maxBots: DefaultMaxRunningBots, keep: DefaultKeepFinished,
-		log: slog.Default(), races: map[string]*race{}, runBots: engine.Run}
+		limits: Limits{}.withDefaults(), keep: DefaultKeepFinished, log: slog.Default(), races: map[string]*race{},
+		runBots: engine.Run}
 	for _, o := range opts {
 		o(s)
 	}
@@ -158,11 +175,15 @@ func New(eng *queue.Engine, creator Creator, results Store, target, simKey strin
 			return nil, fmt.Errorf("practice: %w", err)
 		}
 		for _, sc := range all {
-			if c := sc.Event.Create; c != nil && c.Seats <= MaxSeats && sc.PlannedBots() <= MaxBots {
+			if c := sc.Event.Create; c != nil && c.Seats <= MaxSeats && sc.PlannedBots() <= min(MaxBots, s.limits.Bots) {
 				s.scenarios = append(s.scenarios, sc)
 			}
 		}
 	}
+	s.client = &http.Client{Transport: &http.Transport{MaxConnsPerHost: s.limits.Conns,
+		MaxIdleConnsPerHost: s.limits.Conns, IdleConnTimeout: idleConnTimeout}}
+	s.streams = engine.NewStreams(&http.Client{Transport: &http.Transport{MaxConnsPerHost: s.limits.Streams,
+		IdleConnTimeout: idleConnTimeout}}, s.limits.Streams)
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	return s, nil
 }
@@ -175,6 +196,8 @@ func (s *Service) Close() {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	s.client.CloseIdleConnections()
+	s.streams.CloseIdleConnections()
 }
 
 // ScenarioInfo describes one scenario a race can use.
@@ -224,12 +247,23 @@ type Started struct {
 	Seats    int
 }
 
-// Start sets up a race of the named scenario for user, opening after
-// opensIn (0: the scenario's opens_in, at least DefaultOpensIn). It answers
-// CodeUnavailable when MaxRaces races run already, when their planned bots
-// and this race's would pass MaxRunningBots, when MaxHeld races are held,
-// and once the service is closed.
-func (s *Service) Start(ctx context.Context, userID, nickname, name string, opensIn time.Duration) (Started, error) {
+// Racer is who starts a race.
+type Racer struct {
+	UserID   string
+	Nickname string
+	// Client is the caller's address ("" when unknown: no per-address limit).
+	Client string
+}
+
+// Start sets up a race of the named scenario for who, opening after
+// opensIn (0: the scenario's opens_in, at least DefaultOpensIn). A person
+// runs one race at a time: the start ends their running race. It answers
+// CodeRateLimited when a race started from the same address by someone else
+// runs (Limits.PerClient), and CodeUnavailable when the server's races or
+// their bots are at their limits, when it holds Limits.Held races none of
+// which can be let go, and once the service is closed; a refused start makes
+// nothing.
+func (s *Service) Start(ctx context.Context, who Racer, name string, opensIn time.Duration) (Started, error) {
 	sc, err := s.scenario(name)
 	if err != nil {
 		return Started{}, err
@@ -247,15 +281,17 @@ func (s *Service) Start(ctx context.Context, userID, nickname, name string, open
 	opensAt := now.Add(opensIn).Truncate(time.Millisecond)
 	closesAt := opensAt.Add(window)
 
-	r := newRace(sc.Name, userID, nickname, sc.PlannedBots(), opensAt, closesAt, closesAt.Add(ttl+5*time.Second))
+	r := newRace(sc.Name, who, sc.PlannedBots(), opensAt, closesAt, closesAt.Add(ttl+5*time.Second))
 	s.sweep(ctx, now)
 	s.mu.Lock()
-	if err := s.admit(userID, r.planned); err != nil {
+	if err := s.limits.check(s.usage(who), r.planned, now); err != nil {
 		s.mu.Unlock()
 		return Started{}, err
 	}
+	for len(s.races) >= s.limits.Held && s.letGo() {
+	}
 	for _, o := range s.races {
-		if o.owner == userID {
+		if _, done := o.finishedAt(); o.owner == who.UserID && !done {
 			o.stop()
 		}
 	}
@@ -292,33 +328,51 @@ func (s *Service) Start(ctx context.Context, userID, nickname, name string, open
 	return Started{Event: ev, Scenario: sc.Name, OpensAt: opensAt, Bots: r.planned, Seats: c.Seats}, nil
 }
 
-// admit decides whether userID may start a race of planned bots; s.mu is
-// held. A person runs one race at a time: a new start ends their last one,
-// which therefore counts against neither running limit.
-func (s *Service) admit(userID string, planned int) error {
-	unavailable := func(format string, args ...any) error {
-		return &queue.Error{Code: queue.CodeUnavailable, Message: fmt.Sprintf(format, args...)}
-	}
-	if s.closed {
-		return unavailable("the practice service is shutting down")
-	}
-	if len(s.races) >= s.maxHeld {
-		return unavailable("this server holds %d practice races, the most it keeps; try again in a minute", len(s.races))
-	}
-	running, bots := 0, planned
-	for _, o := range s.races {
-		if o.owner != userID && !o.isFinished() && !o.stopped() {
-			running++
-			bots += o.planned
+// usage sums what the races hold, as who's start sees it; s.mu is held.
+// who's own races do not count: the start ends them.
+func (s *Service) usage(who Racer) usage {
+	u := usage{closed: s.closed, held: len(s.races)}
+	sooner := func(t *time.Time, end time.Time) {
+		if t.IsZero() || end.Before(*t) {
+			*t = end
 		}
 	}
-	if running >= s.maxRaces {
-		return unavailable("%d practice races are running on this server, the most it runs at once; try again in a minute", running)
+	for _, o := range s.races {
+		if _, done := o.finishedAt(); done {
+			u.finished++
+			continue
+		}
+		if o.owner == who.UserID || o.stopped() {
+			continue
+		}
+		u.running++
+		u.bots += o.planned
+		sooner(&u.runningEnd, o.hardEnd)
+		if who.Client != "" && o.client == who.Client {
+			u.client++
+			sooner(&u.clientEnd, o.hardEnd)
+		}
 	}
-	if bots > s.maxBots {
-		return unavailable("the running practice races have too many bots for this one (%d planned, at most %d); try again in a minute", bots, s.maxBots)
+	return u
+}
+
+// letGo lets the finished race that ended first go, to make room for a
+// start, and reports whether there was one; s.mu is held. Its result is in
+// the database already; its event goes at once.
+func (s *Service) letGo() bool {
+	var oldest *race
+	var oldestEnd time.Time
+	for _, o := range s.races {
+		if end, done := o.finishedAt(); done && (oldest == nil || end.Before(oldestEnd)) {
+			oldest, oldestEnd = o, end
+		}
 	}
-	return nil
+	if oldest == nil {
+		return false
+	}
+	delete(s.races, oldest.id)
+	oldest.stop()
+	return true
 }
 
 func newID() string {
@@ -358,13 +412,12 @@ func (s *Service) race(eventID, userID string) (*race, error) {
 func (s *Service) run(r *race, sc *scenario.Scenario) {
 	botCtx, stopBots := context.WithDeadline(s.ctx, r.hardEnd)
 	defer stopBots()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 30 * time.Second}}
-	defer client.CloseIdleConnections()
 	grace := max(r.hardEnd.Sub(r.opensAt.Add(sc.TotalDuration())), time.Second)
 	bots := make(chan report.Raw, 1)
 	var botsWG sync.WaitGroup
 	botsWG.Go(func() {
-		raw, err := s.runBots(botCtx, sc, engine.Config{Target: s.target, SimulatorKey: s.simKey, Client: client, Grace: grace})
+		raw, err := s.runBots(botCtx, sc, engine.Config{Target: s.target, SimulatorKey: s.simKey, Client: s.client,
+			Streams: s.streams, SkipRequests: true, Grace: grace})
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			s.log.Warn("practice bots stopped early", "event", r.id, "err", err)
 		}
@@ -415,6 +468,8 @@ func (s *Service) run(r *race, sc *scenario.Scenario) {
 	select {
 	case <-s.ctx.Done():
 	case <-keep.C:
+		s.forget(r.id)
+	case <-r.abort: // let go to make room
 		s.forget(r.id)
 	}
 }

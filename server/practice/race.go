@@ -18,6 +18,8 @@ type race struct {
 	scenario string
 	owner    string
 	nickname string
+	// client is the address the race was started from.
+	client   string
 	planned  int
 	opensAt  time.Time
 	closesAt time.Time
@@ -61,8 +63,8 @@ type attempt struct {
 	soldOutThen bool // every seat was gone when it ended
 }
 
-func newRace(scenario, owner, nickname string, planned int, opensAt, closesAt, hardEnd time.Time) *race {
-	r := &race{scenario: scenario, owner: owner, nickname: nickname, planned: planned, opensAt: opensAt,
+func newRace(scenario string, who Racer, planned int, opensAt, closesAt, hardEnd time.Time) *race {
+	r := &race{scenario: scenario, owner: who.UserID, nickname: who.Nickname, client: who.Client, planned: planned, opensAt: opensAt,
 		closesAt: closesAt, hardEnd: hardEnd, abort: make(chan struct{}), after: "0", waiting: map[int64]bool{},
 		joins: map[int64]time.Time{}}
 	r.stop = sync.OnceFunc(func() { close(r.abort) })
@@ -79,10 +81,14 @@ func (r *race) stopped() bool {
 	}
 }
 
-func (r *race) isFinished() bool {
+// finishedAt returns when the race finished, and whether it has.
+func (r *race) finishedAt() (time.Time, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.result != nil
+	if r.result == nil {
+		return time.Time{}, false
+	}
+	return r.result.FinishedAt, true
 }
 
 func (r *race) botsFinished(raw report.Raw) {

@@ -16,7 +16,7 @@ const me = "u_me"
 
 // testRace is a race of seats seats opening at t0, closing a minute later.
 func testRace(seats int) *race {
-	r := newRace("s", me, "me", 0, t0, t0.Add(time.Minute), t0.Add(70*time.Second))
+	r := newRace("s", Racer{UserID: me, Nickname: "me"}, 0, t0, t0.Add(time.Minute), t0.Add(70*time.Second))
 	r.id, r.ev = "practice-t", queue.Event{ID: "practice-t", Seats: seats}
 	return r
 }

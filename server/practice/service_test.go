@@ -2,6 +2,7 @@ package practice
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"slices"
@@ -153,7 +154,7 @@ func TestStopAfterTheBotsAreDone(t *testing.T) {
 	st := &memStore{saved: map[string]Record{}}
 	f := &forgotten{}
 	s := MustService(t, st, WithForgetter(f))
-	first, err := s.Start(t.Context(), "u1", "one", "s10", MinOpensIn)
+	first, err := s.Start(t.Context(), Racer{UserID: "u1", Nickname: "one"}, "s10", MinOpensIn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,10 +162,10 @@ func TestStopAfterTheBotsAreDone(t *testing.T) {
 	r := s.races[first.Event.ID]
 	s.mu.Unlock()
 	eventually(t, "the bots are done", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.botsDone })
-	if r.isFinished() {
+	if _, done := r.finishedAt(); done {
 		t.Fatal("the race finished before the opening without being stopped")
 	}
-	second, err := s.Start(t.Context(), "u1", "one", "s10", MinOpensIn)
+	second, err := s.Start(t.Context(), Racer{UserID: "u1", Nickname: "one"}, "s10", MinOpensIn)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,41 +182,123 @@ func TestStopAfterTheBotsAreDone(t *testing.T) {
 	mustClose(t, s)
 }
 
+// TestStartIsCapped starts races in turn, each "user@client:scenario",
+// and checks each answer; a refused start makes no event and holds nothing.
 func TestStartIsCapped(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		opts   []Option
-		starts []string // user:scenario, all but the last succeed
+		limits Limits
+		starts []string
+		want   []queue.Code // per start; "" is a success
 	}{
-		{"running races", []Option{WithMaxRaces(2)}, []string{"a:s10", "b:s10", "c:s10"}},
-		{"running bots", []Option{WithMaxRunningBots(60)}, []string{"a:s40", "b:s40"}},
-		{"held races", []Option{WithMaxHeld(2)}, []string{"a:s10", "b:s10", "c:s10"}},
+		// The third race is one too many for the server.
+		{"running races", Limits{Races: 2}, []string{"a@1:s10", "b@2:s10", "c@3:s10"}, []queue.Code{"", "", queue.CodeUnavailable}},
+		// 40 + 40 planned bots pass 60.
+		{"running bots", Limits{Bots: 60}, []string{"a@1:s40", "b@2:s40"}, []queue.Code{"", queue.CodeUnavailable}},
+		// A small race still fits beside a big one.
+		{"bots left for a small race", Limits{Bots: 60}, []string{"a@1:s40", "b@2:s10"}, []queue.Code{"", ""}},
+		// A second guest from the same address waits its turn.
+		{"one race per address", Limits{}, []string{"a@1:s10", "b@1:s10", "c@2:s10"}, []queue.Code{"", queue.CodeRateLimited, ""}},
+		// A person's new start replaces their race, so it never counts against them.
+		{"own race replaced", Limits{Races: 1}, []string{"a@1:s10", "a@1:s10", "a@2:s10"}, []queue.Code{"", "", ""}},
+		// Every held race still runs: none can be let go.
+		{"held races", Limits{Held: 2}, []string{"a@1:s10", "b@2:s10", "c@3:s10"}, []queue.Code{"", "", queue.CodeUnavailable}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := MustService(t, &memStore{saved: map[string]Record{}}, tc.opts...)
+			cr := &countingCreator{}
+			s := MustService(t, &memStore{saved: map[string]Record{}}, WithLimits(tc.limits))
+			s.creator = cr
 			defer mustClose(t, s)
-			for i, us := range tc.starts {
-				user, sc, _ := strings.Cut(us, ":")
-				_, err := s.Start(t.Context(), user, user, sc, MinOpensIn)
-				if last := i == len(tc.starts)-1; last != (err != nil) {
-					t.Fatalf("start %d (%s): err %v", i, us, err)
+			made := 0
+			for i, start := range tc.starts {
+				who, sc, _ := strings.Cut(start, ":")
+				user, client, _ := strings.Cut(who, "@")
+				_, err := s.Start(t.Context(), Racer{UserID: user, Nickname: user, Client: client}, sc, MinOpensIn)
+				if got := queue.ErrorCode(err); got != tc.want[i] {
+					t.Fatalf("start %d (%s): %v, want code %q", i, start, err, tc.want[i])
 				}
-				if err != nil && queue.ErrorCode(err) != queue.CodeUnavailable {
-					t.Fatalf("start %d: code %q, want %q", i, queue.ErrorCode(err), queue.CodeUnavailable)
+				if err == nil {
+					made++
+					continue
+				}
+				var qe *queue.Error
+				if !errors.As(err, &qe) || qe.RetryAfter < time.Second || qe.RetryAfter > MaxRetryAfter {
+					t.Errorf("start %d: %v, want a Retry-After from 1 s to %v", i, err, MaxRetryAfter)
+				}
+				if cr.count() != made {
+					t.Errorf("start %d was refused but made an event: %d events for %d starts", i, cr.count(), made)
 				}
 			}
 		})
 	}
 }
 
+// countingCreator counts the events it is asked to create.
+type countingCreator struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (c *countingCreator) Create(_ context.Context, ev queue.Event) (queue.Event, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return ev, nil
+}
+
+func (c *countingCreator) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 func TestStartAfterClose(t *testing.T) {
 	s := MustService(t, &memStore{saved: map[string]Record{}})
 	mustClose(t, s)
-	_, err := s.Start(t.Context(), "a", "a", "s10", MinOpensIn)
+	_, err := s.Start(t.Context(), Racer{UserID: "a"}, "s10", MinOpensIn)
 	if queue.ErrorCode(err) != queue.CodeUnavailable {
 		t.Fatalf("start after Close: %v, want %s", err, queue.CodeUnavailable)
 	}
 	if n := len(s.races); n != 0 {
 		t.Errorf("%d races held after a refused start", n)
+	}
+}
+
+// Many people starting at once never get more races than the limits allow,
+// and a refused start never makes an event.
+func TestConcurrentStartsKeepTheLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		limits  Limits
+		address func(i int) string
+		want    int
+	}{
+		// Everyone from their own address: the server's race limit holds.
+		{"server limit", Limits{Races: 3}, func(i int) string { return strconv.Itoa(i) }, 3},
+		// Everyone from one address: one race.
+		{"address limit", Limits{}, func(int) string { return "shared" }, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cr := &countingCreator{}
+			s := MustService(t, &memStore{saved: map[string]Record{}}, WithLimits(tc.limits))
+			s.creator = cr
+			defer mustClose(t, s)
+			var mu sync.Mutex
+			codes := map[queue.Code]int{}
+			var wg sync.WaitGroup
+			for i := range 50 {
+				wg.Go(func() {
+					user := "u" + strconv.Itoa(i)
+					_, err := s.Start(context.Background(), Racer{UserID: user, Nickname: user, Client: tc.address(i)}, "s10", MinOpensIn)
+					mu.Lock()
+					codes[queue.ErrorCode(err)]++
+					mu.Unlock()
+				})
+			}
+			wg.Wait()
+			if codes[""] != tc.want || cr.count() != tc.want {
+				t.Fatalf("answers %v, %d events made; want %d started and as many events", codes, cr.count(), tc.want)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code is a machine-readable error code from API.md. Every code the API
@@ -58,6 +59,9 @@ type Error struct {
 	Message string
 	// Status is set with CodeNotActive: the token's actual state.
 	Status Status
+	// RetryAfter, when set, is when a refused call may succeed (a 429 or
+	// 503 sends it as Retry-After).
+	RetryAfter time.Duration
 	// Err is the underlying cause, never shown to clients.
 	Err error
 }

@@ -25,6 +25,10 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 		ArrivedAt: time.Now(), Reaction: beh.Reaction.Sample(rng)}
 	patience, think := beh.Patience.Sample(rng), beh.Think.Sample(rng)
 	var reqs []report.Request
+	rec := &reqs
+	if r.cfg.SkipRequests {
+		rec = nil
+	}
 	r.arrived.Add(1)
 	defer func() {
 		b.FinishedAt = time.Now()
@@ -51,7 +55,7 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 
 	var en entry
 	err := r.api.do(ctx, "join", "POST", "/api/v1/events/"+r.event.ID+"/queue", r.api.sim(),
-		map[string]string{"user_type": "VIRTUAL", "bot_id": b.ID}, &en, &reqs)
+		map[string]string{"user_type": "VIRTUAL", "bot_id": b.ID}, &en, rec)
 	if err != nil {
 		fail(err)
 		return
@@ -64,18 +68,14 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 		if patience > 0 {
 			deadline = b.JoinedAt.Add(patience)
 		}
-		if beh.Wait == scenario.WaitPoll {
-			en, err = r.poll(ctx, en.Token, time.Duration(beh.PollInterval), deadline, &reqs)
-		} else {
-			en, err = r.stream(ctx, en.Token, deadline, &reqs)
-		}
+		en, err = r.wait(ctx, beh, en.Token, deadline, rec)
 		r.waiting.Add(-1)
 		switch {
 		case errors.Is(err, errAbandon):
 			b.Outcome = report.OutcomeAbandoned
 			lctx, cancel := detached(ctx)
 			defer cancel()
-			h, _ := r.api.call(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, &reqs)
+			h, _ := r.api.call(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, rec)
 			b.LeftActive = h.Get("X-Queue-Status") == "ACTIVE"
 			return
 		case err != nil:
@@ -99,15 +99,30 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 	if !sleepUntil(ctx, time.Now().Add(think)) {
 		return
 	}
-	r.buy(ctx, rng, beh, en.Token, &b, &reqs)
+	r.buy(ctx, rng, beh, en.Token, &b, rec)
 	if b.Outcome == report.OutcomeSoldOut || b.Outcome == report.OutcomeOutbid {
 		// Like a person closing the page: give the active slot back at once
 		// instead of holding it until the window expires.
 		lctx, cancel := detached(ctx)
 		defer cancel()
-		_ = r.api.do(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, &reqs)
+		_ = r.api.do(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, rec)
 	}
 	return // the deferred record sets outcome
+}
+
+// wait waits for admission the bot's way: polling, or on a stream when
+// Streams (if set) has a slot free, else polling every DefaultFallbackPoll.
+func (r *run) wait(ctx context.Context, beh *scenario.Bot, token string, deadline time.Time, reqs *[]report.Request) (entry, error) {
+	if beh.Wait == scenario.WaitPoll {
+		return r.poll(ctx, token, time.Duration(beh.PollInterval), deadline, reqs)
+	}
+	if s := r.cfg.Streams; s != nil {
+		if !s.acquire() {
+			return r.poll(ctx, token, DefaultFallbackPoll, deadline, reqs)
+		}
+		defer s.release()
+	}
+	return r.stream(ctx, token, deadline, reqs)
 }
 
 // poll waits for admission by asking for the token's status every interval.
@@ -151,10 +166,14 @@ func (r *run) stream(ctx context.Context, token string, deadline time.Time, reqs
 		defer cancel()
 	}
 	url := r.api.base + "/api/v1/events/" + r.event.ID + "/queue/" + token + "/stream"
+	client := r.api.client
+	if r.cfg.Streams != nil {
+		client = r.cfg.Streams.client
+	}
 	lastID := ""
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		s, err := sse.Open(waitCtx, r.api.client, url, lastID)
+		s, err := sse.Open(waitCtx, client, url, lastID)
 		rec := report.Request{Step: "stream", At: start, Latency: time.Since(start), Code: 200}
 		if err != nil {
 			var se *sse.StatusError
@@ -164,7 +183,7 @@ func (r *run) stream(ctx context.Context, token string, deadline time.Time, reqs
 				rec.Code, rec.Error = 0, err.Error()
 			}
 		}
-		if waitCtx.Err() == nil || err == nil {
+		if reqs != nil && (waitCtx.Err() == nil || err == nil) {
 			*reqs = append(*reqs, rec)
 		}
 		if err == nil {

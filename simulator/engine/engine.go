@@ -40,9 +40,15 @@ type Config struct {
 	Target       string
 	SimulatorKey string
 	AdminKey     string
-	// Client, when set, sends every request; it needs room for one
-	// connection per SSE bot.
+	// Client, when set, sends every request; without Streams it needs room
+	// for one connection per SSE bot.
 	Client *http.Client
+	// Streams, when set, bounds the bots' SSE streams and sends them.
+	Streams *Streams
+	// SkipRequests keeps no record of each request, only each bot's
+	// journey, so a run's memory grows with its bots and not with their
+	// calls (practice races read only the bots' outcomes).
+	SkipRequests bool
 	// Shard (1-based) of Shards takes every Shards-th arrival; all shards
 	// together make exactly the arrivals of one unsharded run.
 	Shard, Shards int
