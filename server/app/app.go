@@ -62,6 +62,9 @@ type Config struct {
 	Embedded string
 	// PracticeScenarios replaces the embedded practice scenarios when set.
 	PracticeScenarios []*scenario.Scenario
+	// MaxStreams is the most streams open at once (--max-streams); 0 derives
+	// it from the descriptor limit (httpapi.DefaultStreamCeiling).
+	MaxStreams int
 }
 
 // Server is a running rushline server.
@@ -105,6 +108,25 @@ func limiter(rdb redis.UniversalClient, rules ratelimit.Rules, log *slog.Logger)
 	}
 	log.Info("rate limits per client IP", "rules", rules.String())
 	return ratelimit.New(rdb, rules)
+}
+
+// streamCeiling is the most streams the server holds open: max when set,
+// else what the descriptor limit, raised to its hard maximum, leaves.
+func streamCeiling(max int, log *slog.Logger) int {
+	n, err := raiseFileLimit()
+	switch {
+	case max > 0:
+		log.Info("streams", "descriptors", n, "ceiling", max)
+		return max
+	case err != nil && n == 0:
+		log.Warn("no descriptor limit known; streams have no ceiling", "err", err)
+		return 0
+	case err != nil:
+		log.Warn("could not raise the descriptor limit", "descriptors", n, "err", err)
+	}
+	ceiling := httpapi.DefaultStreamCeiling(n)
+	log.Info("streams", "descriptors", n, "ceiling", ceiling)
+	return ceiling
 }
 
 // Start brings a server up and serves until ctx ends; Wait returns after
@@ -197,7 +219,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	api := httpapi.New(httpapi.Deps{
 		Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
 		TrustProxy: cfg.TrustProxy, Practice: races, Limiter: limiter(rdb, cfg.RateLimit, log),
-		BindDevice: cfg.BindDevice, Priority: queue.NewPriority(db, eng),
+		BindDevice: cfg.BindDevice, Priority: queue.NewPriority(db, eng), StreamCeiling: streamCeiling(cfg.MaxStreams, log),
 		Ready: func(ctx context.Context) error {
 			return errors.Join(rdb.Ping(ctx).Err(), db.Ping(ctx))
 		},

@@ -101,6 +101,8 @@ type FixtureOptions struct {
 	BindDevice string
 	// Queue adjust its engine, after the fixture's clock (e.g. queue.WithBatching).
 	Queue []queue.Option
+	// StreamCeiling is the server's stream ceiling (0: none).
+	StreamCeiling int
 }
 
 // MustServer starts a fixture; redis options (e.g. redistest.AppendOnly)
@@ -140,8 +142,9 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 		Push:    hub,
 		Logger:  quiet,
 		// FAST TRACK grants kept in the fixture's SQL and Redis.
-		Priority:   queue.NewPriority(st, eng),
-		BindDevice: o.BindDevice,
+		Priority:      queue.NewPriority(st, eng),
+		BindDevice:    o.BindDevice,
+		StreamCeiling: o.StreamCeiling,
 		Ready: func(ctx context.Context) error {
 			if err := rdb.Ping(ctx).Err(); err != nil {
 				return err

@@ -50,6 +50,10 @@ type Deps struct {
 	Limiter *ratelimit.Limiter
 	// Practice runs practice races; nil answers their routes with 503.
 	Practice *practice.Service
+	// StreamCeiling is the most streams (queue and stats) open at once; a
+	// stream beyond it answers 503. 0 sets none; the app derives it from the
+	// descriptor limit (DefaultStreamCeiling).
+	StreamCeiling int
 }
 
 // Server routes the API. Safe for concurrent use.
@@ -61,6 +65,10 @@ type Server struct {
 	router    *gin.Engine
 	// stats shares one poller per event among the public stats streams.
 	stats *statsHub
+	// streams counts open streams against their limits.
+	streams *streamLimits
+	// seatMaps shares snapshots of large seat maps among their readers.
+	seatMaps *queue.SeatMaps
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -75,6 +83,8 @@ func New(d Deps) *Server {
 	}
 	s := &Server{Deps: d, metrics: d.Metrics, observers: newObservers(d.Metrics.HTTP), log: d.Logger, router: gin.New()}
 	s.stats = newStatsHub(s.pollStats, statsEvery)
+	s.streams = newStreamLimits(d.Metrics.Registry, d.StreamCeiling)
+	s.seatMaps = queue.NewSeatMaps(d.Engine, queue.DefaultSeatMapAge)
 	r := s.router
 	r.HandleMethodNotAllowed = true
 	if d.TrustProxy {
