@@ -174,7 +174,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cleanups = append(cleanups, stopRedis)
-	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	// The queue works without SQL (audit records wait in the Redis streams),
+	// so a database that does not answer yet is connected in the background.
+	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir, store.WithRetry(time.Second, log))
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("database: %w", err)
@@ -220,8 +222,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
 		TrustProxy: cfg.TrustProxy, Practice: races, Limiter: limiter(rdb, cfg.RateLimit, log),
 		BindDevice: cfg.BindDevice, Priority: queue.NewPriority(db, eng), StreamCeiling: streamCeiling(cfg.MaxStreams, log),
-		Ready: func(ctx context.Context) error {
-			return errors.Join(rdb.Ping(ctx).Err(), db.Ping(ctx))
+		Ready: map[string]func(context.Context) error{
+			"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+			"database": db.Ping,
 		},
 	})
 	// Streams are hijacked and set their own deadlines, so these bound only

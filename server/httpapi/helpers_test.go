@@ -145,11 +145,9 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 		Priority:      queue.NewPriority(st, eng),
 		BindDevice:    o.BindDevice,
 		StreamCeiling: o.StreamCeiling,
-		Ready: func(ctx context.Context) error {
-			if err := rdb.Ping(ctx).Err(); err != nil {
-				return err
-			}
-			return st.Ping(ctx)
+		Ready: map[string]func(context.Context) error{
+			"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+			"database": st.Ping,
 		},
 	})
 	srv := httptest.NewServer(api.Handler())

@@ -34,8 +34,9 @@ type Deps struct {
 	// Push delivers places and admissions to SSE streams.
 	Push   *push.Hub
 	Logger *slog.Logger
-	// Ready reports whether Redis and the database answer.
-	Ready func(ctx context.Context) error
+	// Ready names what /readyz checks ("redis", "database"), each with a
+	// function that fails when it does not answer.
+	Ready map[string]func(ctx context.Context) error
 	// Web, when set, is served at / (index.html for unknown non-API paths).
 	Web fs.FS
 	// TrustProxy takes the client address from X-Forwarded-For.
@@ -223,16 +224,4 @@ func (s *Server) body(c *gin.Context) {
 		return
 	}
 	c.Next()
-}
-
-func (s *Server) ready(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
-	defer cancel()
-	if s.Ready != nil {
-		if err := s.Ready(ctx); err != nil {
-			s.fail(c, queue.Unavailable(err))
-			return
-		}
-	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready"})
 }
