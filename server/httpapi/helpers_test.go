@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -103,6 +104,8 @@ type FixtureOptions struct {
 	Queue []queue.Option
 	// StreamCeiling is the server's stream ceiling (0: none).
 	StreamCeiling int
+	// Dialect is its SQL store's (store.DialectSQLite when empty).
+	Dialect string
 }
 
 // MustServer starts a fixture; redis options (e.g. redistest.AppendOnly)
@@ -120,7 +123,7 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	rdb := redistest.MustClient(tb, p.Addr())
 	// The hub's tails block on their connections: a client of their own, as in production.
 	tails := redistest.MustClient(tb, p.Addr())
-	st := storetest.MustOpen(tb, store.DialectSQLite)
+	st := storetest.MustOpen(tb, cmp.Or(o.Dialect, store.DialectSQLite))
 	clk := &Clock{t: t0}
 	eng := queue.New(rdb, testQueueTokenKey, append([]queue.Option{queue.WithClock(clk.Now)}, o.Queue...)...)
 	tb.Cleanup(eng.Close)

@@ -126,7 +126,7 @@ func New(d Deps) *Server {
 	pr.GET("/:event/live", s.practiceLive)
 	pr.GET("/:event/result", s.practiceResult)
 
-	admin := v1.Group("/admin", s.requireAdmin)
+	admin := v1.Group("/admin", s.requireAdmin, s.params)
 	admin.POST("/events", s.createEvent)
 	admin.PATCH("/events/:event", s.patchEvent)
 	admin.POST("/events/:event/pause", s.setPaused(true))
