@@ -110,14 +110,14 @@ func limiter(rdb redis.UniversalClient, rules ratelimit.Rules, log *slog.Logger)
 	return ratelimit.New(rdb, rules)
 }
 
-// streamCeiling is the most streams the server holds open: max when set,
-// else what the descriptor limit, raised to its hard maximum, leaves.
-func streamCeiling(max int, log *slog.Logger) int {
+// streamCeiling is the most streams the server holds open: configured
+// when set, else what the descriptor limit, raised to its hard maximum, leaves.
+func streamCeiling(configured int, log *slog.Logger) int {
 	n, err := raiseFileLimit()
 	switch {
-	case max > 0:
-		log.Info("streams", "descriptors", n, "ceiling", max)
-		return max
+	case configured > 0:
+		log.Info("streams", "descriptors", n, "ceiling", configured)
+		return configured
 	case err != nil && n == 0:
 		log.Warn("no descriptor limit known; streams have no ceiling", "err", err)
 		return 0
