@@ -204,7 +204,10 @@ async function refreshHealth() {
       setText(box, 'Server ready');
     } else {
       box.dataset.state = 'degraded';
-      setText(box, 'Storage not answering');
+      const body = await res.json().catch(() => null);
+      const down = Array.isArray(body && body.down) ? body.down : [];
+      const names = { redis: 'Queue store', database: 'Database' };
+      setText(box, down.length ? `${down.map((d) => names[d] || d).join(' and ')} not answering` : 'Storage not answering');
     }
   } catch (_) {
     box.dataset.state = 'down';
