@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -61,6 +62,14 @@ func rootCmd() *cobra.Command {
 			if cfg.RateLimit, err = ratelimit.Parse(rateLimit); err != nil {
 				return fmt.Errorf("--rate-limit: %w", err)
 			}
+			if v, ok := os.LookupEnv("RUSHLINE_MAX_STREAMS"); ok && !cmd.Flags().Changed("max-streams") {
+				if cfg.MaxStreams, err = strconv.Atoi(v); err != nil {
+					return fmt.Errorf("RUSHLINE_MAX_STREAMS: %w", err)
+				}
+			}
+			if cfg.MaxStreams < 0 {
+				return fmt.Errorf("--max-streams must be 0 (derived) or more, got %d", cfg.MaxStreams)
+			}
 			cfg.Logger, cfg.Web = log, web.FS()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -83,6 +92,7 @@ func rootCmd() *cobra.Command {
 	f.BoolVar(&cfg.TrustProxy, "trust-proxy", env("RUSHLINE_TRUST_PROXY", "") == "true", "take client addresses from X-Forwarded-For ($RUSHLINE_TRUST_PROXY=true)")
 	f.StringVar(&rateLimit, "rate-limit", env("RUSHLINE_RATE_LIMIT", "off"), `per-client-IP limits shared through Redis ($RUSHLINE_RATE_LIMIT): "off", a bare RATE/PERIOD[:BURST] for every route, or ROUTE=LIMIT items, e.g. "join=5/s:10,status=2/s:5,seats=2/s"; routes: sessions, join, status, stream, leave, seats, orders, practice`)
 	f.StringVar(&cfg.BindDevice, "bind-device", env("RUSHLINE_BIND_DEVICE", "off"), "one live place per event per device for ACTUAL users ($RUSHLINE_BIND_DEVICE): off, cookie (the session's device cookie) or ip (the client address)")
+	f.IntVar(&cfg.MaxStreams, "max-streams", 0, "most streams (queue and stats) open at once, beyond which a stream answers 503 ($RUSHLINE_MAX_STREAMS); 0 keeps a quarter of the descriptor limit for everything else and allows the rest")
 	f.StringVar(&cfg.Embedded, "embedded", env("RUSHLINE_EMBEDDED", ""), "zero-config Redis when --redis-url is empty: redis-server or miniredis (default: redis-server if on PATH, else miniredis)")
 	f.StringVar(&logFormat, "log-format", env("RUSHLINE_LOG_FORMAT", "text"), "text or json ($RUSHLINE_LOG_FORMAT)")
 	_ = logLevel.UnmarshalText([]byte(env("RUSHLINE_LOG_LEVEL", "info")))

@@ -65,6 +65,9 @@ type Config struct {
 	PracticeScenarios []*scenario.Scenario
 	// PracticeLimits bounds practice races; zero fields keep the defaults.
 	PracticeLimits practice.Limits
+	// MaxStreams is the most streams open at once (--max-streams); 0 derives
+	// it from the descriptor limit (httpapi.DefaultStreamCeiling).
+	MaxStreams int
 }
 
 // Server is a running rushline server.
@@ -108,6 +111,25 @@ func limiter(rdb redis.UniversalClient, rules ratelimit.Rules, log *slog.Logger)
 	}
 	log.Info("rate limits per client IP", "rules", rules.String())
 	return ratelimit.New(rdb, rules)
+}
+
+// streamCeiling is the most streams the server holds open: configured
+// when set, else what the descriptor limit, raised to its hard maximum, leaves.
+func streamCeiling(configured int, log *slog.Logger) int {
+	n, err := raiseFileLimit()
+	switch {
+	case configured > 0:
+		log.Info("streams", "descriptors", n, "ceiling", configured)
+		return configured
+	case err != nil && n == 0:
+		log.Warn("no descriptor limit known; streams have no ceiling", "err", err)
+		return 0
+	case err != nil:
+		log.Warn("could not raise the descriptor limit", "descriptors", n, "err", err)
+	}
+	ceiling := httpapi.DefaultStreamCeiling(n)
+	log.Info("streams", "descriptors", n, "ceiling", ceiling)
+	return ceiling
 }
 
 // Start brings a server up and serves until ctx ends; Wait returns after
@@ -165,7 +187,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	cleanups = append(cleanups, stopRedis)
-	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
+	// The queue works without SQL (audit records wait in the Redis streams),
+	// so a database that does not answer yet is connected in the background.
+	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir, store.WithRetry(time.Second, log))
 	if err != nil {
 		cleanup()
 		return nil, fmt.Errorf("database: %w", err)
@@ -207,9 +231,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	api := httpapi.New(httpapi.Deps{
 		Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
 		TrustProxy: cfg.TrustProxy, Practice: races, Limiter: limiter(rdb, cfg.RateLimit, log),
-		BindDevice: cfg.BindDevice, Priority: queue.NewPriority(db, eng),
-		Ready: func(ctx context.Context) error {
-			return errors.Join(rdb.Ping(ctx).Err(), db.Ping(ctx))
+		BindDevice: cfg.BindDevice, Priority: queue.NewPriority(db, eng), StreamCeiling: streamCeiling(cfg.MaxStreams, log),
+		Ready: map[string]func(context.Context) error{
+			"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+			"database": db.Ping,
 		},
 	})
 	// Streams are hijacked and set their own deadlines, so these bound only

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,10 +129,18 @@ func freeAddr(tb testing.TB) string {
 // dies with the test process (Pdeathsig).
 func MustProc(tb testing.TB, bin, redisURL, databaseURL string, keys auth.Keys) *proc {
 	tb.Helper()
+	return MustProcWith(tb, nil, bin, redisURL, databaseURL, keys)
+}
+
+// MustProcWith is MustProc with the command line run under wrap (e.g.
+// prlimit and its options) and extra flags after the usual ones.
+func MustProcWith(tb testing.TB, wrap []string, bin, redisURL, databaseURL string, keys auth.Keys, extra ...string) *proc {
+	tb.Helper()
 	addr := freeAddr(tb)
-	cmd := exec.Command(bin, "--addr", addr, "--redis-url", redisURL, "--database-url", databaseURL,
+	args := slices.Concat(wrap, []string{bin, "--addr", addr, "--redis-url", redisURL, "--database-url", databaseURL,
 		"--data", tb.TempDir(), "--admin-key", keys.Admin, "--simulator-key", keys.Simulator,
-		"--service-key", keys.Service, "--jwt-secret", keys.JWTSecret)
+		"--service-key", keys.Service, "--jwt-secret", keys.JWTSecret}, extra)
+	cmd := exec.Command(args[0], args[1:]...)
 	p := &proc{cmd: cmd, base: "http://" + addr, done: make(chan struct{}), log: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stdout = lockedWriter{p.mu, p.log}
 	cmd.Stderr = lockedWriter{p.mu, p.log}

@@ -58,7 +58,7 @@ func decode(c *gin.Context, v any) error {
 	if dec.InputOffset() != int64(len(b)) {
 		return badRequest("the request body must hold one JSON object")
 	}
-	return nil
+	return checkText(b)
 }
 
 // describe turns a JSON decoding error into a sentence for the client.

@@ -70,6 +70,7 @@ func FuzzDecode(f *testing.F) {
 		`{"token":"t","seat":"A-1"}`, `{"tps":1e9}`, `{"id":"ev","seats":1,"opens_at":"2026-11-22T10:00:00+01:00"}`,
 		`{"seats":1e400}`, `{"seats":1.5}`, `{"nickname":"\ud800"}`, `{"a":1}`, `{} {}`, `{}}`, `[]`, `null`, ` {"tps":0} `,
 		`{"closes_at":"yesterday"}`, `{"nickname":null}`, `{"NICKNAME":"x"}`, "{\"nickname\":\"\xff\"}", `{"tps":-0}`,
+		`{"id":"ev","name":"a\u0000b"}`, `{"token":"t\u001f","seat":"A-1"}`, `{"bot_id":"\ud83d\ude00"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -107,8 +108,33 @@ func FuzzDecode(f *testing.F) {
 			if out2, _ := json.Marshal(again); !bytes.Equal(out, out2) {
 				t.Fatalf("%s: %q → %s → %s", rb.name, body, out, out2)
 			}
+			var doc any
+			if err := json.Unmarshal(body, &doc); err != nil || !allText(doc) {
+				t.Fatalf("%s: accepted %q, which holds a string that is not text", rb.name, body)
+			}
 		}
 	})
+}
+
+// allText reports whether every string in a decoded JSON value is text.
+func allText(v any) bool {
+	switch v := v.(type) {
+	case string:
+		return validText(v)
+	case []any:
+		for _, e := range v {
+			if !allText(e) {
+				return false
+			}
+		}
+	case map[string]any:
+		for _, e := range v {
+			if !allText(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // FuzzSessionBody sends any body to POST /api/v1/sessions through the whole

@@ -48,6 +48,9 @@ const retryAfter = 1
 
 type errorBody struct {
 	Error errorDetail `json:"error"`
+	// Status and Down are /readyz's: "unavailable" and what does not answer.
+	Status string   `json:"status,omitempty"`
+	Down   []string `json:"down,omitempty"`
 }
 
 type errorDetail struct {
@@ -58,7 +61,10 @@ type errorDetail struct {
 
 // fail answers err in the API.md shape and aborts the chain. Uncoded errors
 // become a 500 whose body says nothing of the cause; the cause is logged.
-func (s *Server) fail(c *gin.Context, err error) {
+func (s *Server) fail(c *gin.Context, err error) { s.failWith(c, err, errorBody{}) }
+
+// failWith is fail with the other fields of body beside "error".
+func (s *Server) failWith(c *gin.Context, err error, body errorBody) {
 	var qe *queue.Error
 	if !errors.As(err, &qe) {
 		if c.Request.Context().Err() != nil {
@@ -82,7 +88,8 @@ func (s *Server) fail(c *gin.Context, err error) {
 	}
 	s.metrics.Errors.WithLabelValues(string(qe.Code)).Inc()
 	c.Set(errCodeKey, qe.Code) // for logAndMeasure's level
-	c.AbortWithStatusJSON(status, errorBody{Error: errorDetail{Code: qe.Code, Message: qe.Message, Status: qe.Status}})
+	body.Error = errorDetail{Code: qe.Code, Message: qe.Message, Status: qe.Status}
+	c.AbortWithStatusJSON(status, body)
 }
 
 func badRequest(format string, args ...any) error {

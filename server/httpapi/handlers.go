@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -402,12 +403,54 @@ func (s *Server) seats(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	seats, err := s.Engine.Seats(c.Request.Context(), ev, tok)
+	section := c.Query("section")
+	if ev.Seats <= queue.MaxSeatList && section == "" {
+		seats, err := s.Engine.Seats(c.Request.Context(), ev, tok)
+		if err != nil {
+			s.fail(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, gin.H{"seats": seats})
+		return
+	}
+	s.seatSections(c, ev, tok, section)
+}
+
+// seatSections answers the map of an event over MaxSeatList seats by
+// section: the overview, or with ?section= one section's seats.
+func (s *Server) seatSections(c *gin.Context, ev queue.Event, tok, section string) {
+	k := -1
+	if section != "" {
+		var ok bool
+		if k, ok = queue.SectionIndex(ev.Seats, section); !ok {
+			s.fail(c, queue.Errorf(queue.CodeSeatNotFound, "no section %q in the seat map of event %q", section, ev.ID))
+			return
+		}
+	}
+	m, err := s.seatMaps.Get(c.Request.Context(), ev, tok)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"seats": seats})
+	if k < 0 {
+		c.JSON(http.StatusOK, gin.H{"sections": m.Sections()})
+		return
+	}
+	first, n := m.SectionSpan(k)
+	b := append(make([]byte, 0, 64+n*32), `{"section":`...)
+	b = strconv.AppendQuote(b, section)
+	b = append(b, `,"seats":[`...)
+	for i := first; i < first+n; i++ {
+		if i > first {
+			b = append(b, ',')
+		}
+		b = append(b, `{"id":"`...)
+		b = append(b, queue.SeatID(ev.Seats, i)...) // letters, digits and a dash
+		b = append(b, `","taken":`...)
+		b = strconv.AppendBool(b, m.Taken(i))
+		b = append(b, '}')
+	}
+	c.Data(http.StatusOK, "application/json; charset=utf-8", append(b, "]}"...))
 }
 
 func (s *Server) order(c *gin.Context) {

@@ -104,6 +104,10 @@ type FixtureOptions struct {
 	Queue []queue.Option
 	// Logger gets the API's log lines; nil drops them.
 	Logger *slog.Logger
+	// StreamCeiling is the server's stream ceiling (0: none).
+	StreamCeiling int
+	// Dialect is its SQL store's (store.DialectSQLite when empty).
+	Dialect string
 }
 
 // MustServer starts a fixture; redis options (e.g. redistest.AppendOnly)
@@ -121,7 +125,7 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	rdb := redistest.MustClient(tb, p.Addr())
 	// The hub's tails block on their connections: a client of their own, as in production.
 	tails := redistest.MustClient(tb, p.Addr())
-	st := storetest.MustOpen(tb, store.DialectSQLite)
+	st := storetest.MustOpen(tb, cmp.Or(o.Dialect, store.DialectSQLite))
 	clk := &Clock{t: t0}
 	eng := queue.New(rdb, testQueueTokenKey, append([]queue.Option{queue.WithClock(clk.Now)}, o.Queue...)...)
 	tb.Cleanup(eng.Close)
@@ -143,13 +147,12 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 		Push:    hub,
 		Logger:  cmp.Or(o.Logger, quiet),
 		// FAST TRACK grants kept in the fixture's SQL and Redis.
-		Priority:   queue.NewPriority(st, eng),
-		BindDevice: o.BindDevice,
-		Ready: func(ctx context.Context) error {
-			if err := rdb.Ping(ctx).Err(); err != nil {
-				return err
-			}
-			return st.Ping(ctx)
+		Priority:      queue.NewPriority(st, eng),
+		BindDevice:    o.BindDevice,
+		StreamCeiling: o.StreamCeiling,
+		Ready: map[string]func(context.Context) error{
+			"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
+			"database": st.Ping,
 		},
 	})
 	srv := httptest.NewServer(api.Handler())

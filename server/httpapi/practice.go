@@ -95,6 +95,10 @@ func (s *Server) practiceLive(c *gin.Context) {
 	if !ok {
 		return
 	}
+	if err := textParams(c); err != nil {
+		s.fail(c, err)
+		return
+	}
 	l, err := s.Practice.Live(c.Request.Context(), c.Param("event"), sess.UserID)
 	if err != nil {
 		s.fail(c, err)
@@ -127,6 +131,10 @@ type resultJSON struct {
 func (s *Server) practiceResult(c *gin.Context) {
 	sess, ok := s.user(c)
 	if !ok {
+		return
+	}
+	if err := textParams(c); err != nil {
+		s.fail(c, err)
 		return
 	}
 	r, err := s.Practice.Result(c.Request.Context(), c.Param("event"), sess.UserID)
@@ -189,6 +197,10 @@ func (s *Server) practiceLeaderboard(c *gin.Context) {
 	name := c.Query("scenario")
 	if name == "" {
 		s.fail(c, badRequest("the scenario query parameter is required"))
+		return
+	}
+	if err := textParams(c); err != nil {
+		s.fail(c, err)
 		return
 	}
 	recs, err := s.Practice.Leaderboard(c.Request.Context(), name)

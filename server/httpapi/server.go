@@ -35,8 +35,9 @@ type Deps struct {
 	// Push delivers places and admissions to SSE streams.
 	Push   *push.Hub
 	Logger *slog.Logger
-	// Ready reports whether Redis and the database answer.
-	Ready func(ctx context.Context) error
+	// Ready names what /readyz checks ("redis", "database"), each with a
+	// function that fails when it does not answer.
+	Ready map[string]func(ctx context.Context) error
 	// Web, when set, is served at / (index.html for unknown non-API paths).
 	Web fs.FS
 	// TrustProxy takes the client address from X-Forwarded-For.
@@ -51,6 +52,10 @@ type Deps struct {
 	Limiter *ratelimit.Limiter
 	// Practice runs practice races; nil answers their routes with 503.
 	Practice *practice.Service
+	// StreamCeiling is the most streams (queue and stats) open at once; a
+	// stream beyond it answers 503. 0 sets none; the app derives it from the
+	// descriptor limit (DefaultStreamCeiling).
+	StreamCeiling int
 }
 
 // Server routes the API. Safe for concurrent use.
@@ -62,6 +67,10 @@ type Server struct {
 	router    *gin.Engine
 	// stats shares one poller per event among the public stats streams.
 	stats *statsHub
+	// streams counts open streams against their limits.
+	streams *streamLimits
+	// seatMaps shares snapshots of large seat maps among their readers.
+	seatMaps *queue.SeatMaps
 }
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -76,6 +85,8 @@ func New(d Deps) *Server {
 	}
 	s := &Server{Deps: d, metrics: d.Metrics, observers: newObservers(d.Metrics.HTTP), log: d.Logger, router: gin.New()}
 	s.stats = newStatsHub(s.pollStats, statsEvery)
+	s.streams = newStreamLimits(d.Metrics.Registry, d.StreamCeiling)
+	s.seatMaps = queue.NewSeatMaps(d.Engine, queue.DefaultSeatMapAge)
 	r := s.router
 	r.HandleMethodNotAllowed = true
 	if d.TrustProxy {
@@ -116,7 +127,7 @@ func New(d Deps) *Server {
 	pr.GET("/:event/live", s.practiceLive)
 	pr.GET("/:event/result", s.practiceResult)
 
-	admin := v1.Group("/admin", s.requireAdmin)
+	admin := v1.Group("/admin", s.requireAdmin, s.params)
 	admin.POST("/events", s.createEvent)
 	admin.PATCH("/events/:event", s.patchEvent)
 	admin.POST("/events/:event/pause", s.setPaused(true))
@@ -258,16 +269,4 @@ func (s *Server) body(c *gin.Context) {
 		return
 	}
 	c.Next()
-}
-
-func (s *Server) ready(c *gin.Context) {
-	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
-	defer cancel()
-	if s.Ready != nil {
-		if err := s.Ready(ctx); err != nil {
-			s.fail(c, queue.Unavailable(err))
-			return
-		}
-	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready"})
 }

@@ -34,8 +34,13 @@ func (s *Server) statsStream(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
+	release := s.claimStream(c, "")
+	if release == nil {
+		return
+	}
 	w, err := startStream(c)
 	serve := func(ctx context.Context) {
+		defer release()
 		defer w.close()
 		if err != nil {
 			return

@@ -154,6 +154,16 @@ func emptyData(b []byte) []byte { return append(b, "{}"...) }
 func (s *Server) stream(c *gin.Context) {
 	ctx := c.Request.Context()
 	eventID := c.Param("event")
+	release := s.claimStream(c, eventID+"/"+c.Param("token"))
+	if release == nil {
+		return
+	}
+	served := false
+	defer func() {
+		if !served { // serve releases it from the moment it runs
+			release()
+		}
+	}()
 	en, err := s.Engine.Status(ctx, eventID, c.Param("token"))
 	if err != nil {
 		s.fail(c, err)
@@ -180,6 +190,7 @@ func (s *Server) stream(c *gin.Context) {
 	}
 	w, err := startStream(c)
 	serve := func(ctx context.Context) {
+		defer release()
 		defer w.close()
 		if sub != nil {
 			defer s.Push.Unsubscribe(sub)
@@ -193,6 +204,7 @@ func (s *Server) stream(c *gin.Context) {
 		}
 		s.follow(ctx, w, sub, en, first)
 	}
+	served = true
 	if w.conn != nil {
 		go serve(context.WithoutCancel(ctx))
 		return

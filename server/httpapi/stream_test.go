@@ -43,13 +43,19 @@ type LiveStream struct {
 // Last-Event-ID. The stream is closed at the end of the test.
 func (f *Fixture) MustOpenStream(tb testing.TB, ev, tok, lastID string) *LiveStream {
 	tb.Helper()
+	return f.MustOpenPath(tb, spath(ev, tok), lastID)
+}
+
+// MustOpenPath connects to the stream at path, as MustOpenStream does.
+func (f *Fixture) MustOpenPath(tb testing.TB, path, lastID string) *LiveStream {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	// Not f.Client: its 30 s timeout would cut a stream off mid-body.
 	client := &http.Client{Transport: f.Client.Transport}
-	s, err := sse.Open(ctx, client, f.URL+spath(ev, tok), lastID)
+	s, err := sse.Open(ctx, client, f.URL+path, lastID)
 	if err != nil {
 		cancel()
-		tb.Fatalf("open stream %s/%s: %v", ev, tok, err)
+		tb.Fatalf("open stream %s: %v", path, err)
 	}
 	st := &LiveStream{s: s, cancel: cancel, items: make(chan streamItem, 256), done: make(chan struct{})}
 	go func() {

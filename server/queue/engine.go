@@ -659,14 +659,22 @@ func (e *Engine) Order(ctx context.Context, ev Event, token, seat string, actor 
 	}
 }
 
-// Seats returns the seat map of ev to the holder of an active token.
-func (e *Engine) Seats(ctx context.Context, ev Event, token string) ([]Seat, error) {
-	en, err := e.Status(ctx, ev.ID, token)
+// mustBeActive fails unless token is ACTIVE in eventID.
+func (e *Engine) mustBeActive(ctx context.Context, eventID, token string) error {
+	en, err := e.Status(ctx, eventID, token)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if en.Status != StatusActive {
-		return nil, notActive(en.Status)
+		return notActive(en.Status)
+	}
+	return nil
+}
+
+// Seats returns the seat map of ev to the holder of an active token.
+func (e *Engine) Seats(ctx context.Context, ev Event, token string) ([]Seat, error) {
+	if err := e.mustBeActive(ctx, ev.ID, token); err != nil {
+		return nil, err
 	}
 	taken, err := e.rdb.HKeys(ctx, key(ev.ID, keySeatsTaken)).Result()
 	if err != nil {

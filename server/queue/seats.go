@@ -34,26 +34,36 @@ func SeatID(n, i int) string {
 	return rowName(i/w) + "-" + strconv.Itoa(i%w+1)
 }
 
-// SeatIndex parses a seat id of an event with n seats; ok is false for a
-// malformed id or one outside the map.
-func SeatIndex(n int, id string) (int, bool) {
-	row, col, found := strings.Cut(id, "-")
-	if !found || row == "" || len(row) > 5 {
+// rowIndex parses a row name into its 0-based row; ok is false for a
+// malformed name.
+func rowIndex(name string) (int, bool) {
+	if name == "" || len(name) > 5 {
 		return 0, false
 	}
 	r := 0
-	for _, ch := range []byte(row) {
+	for _, ch := range []byte(name) {
 		if ch < 'A' || ch > 'Z' {
 			return 0, false
 		}
 		r = r*26 + int(ch-'A') + 1
+	}
+	return r - 1, true
+}
+
+// SeatIndex parses a seat id of an event with n seats; ok is false for a
+// malformed id or one outside the map.
+func SeatIndex(n int, id string) (int, bool) {
+	row, col, found := strings.Cut(id, "-")
+	r, ok := rowIndex(row)
+	if !found || !ok {
+		return 0, false
 	}
 	c, err := strconv.Atoi(col)
 	w := RowWidth(n)
 	if err != nil || c < 1 || c > w || strconv.Itoa(c) != col {
 		return 0, false
 	}
-	i := (r-1)*w + c - 1
+	i := r*w + c - 1
 	if i >= n {
 		return 0, false
 	}

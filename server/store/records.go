@@ -532,6 +532,9 @@ func (s *Store) stmt(ctx context.Context, ins *bulkInsert, rows int) (*sql.Stmt,
 	if st := c.m[k]; st != nil {
 		return st, nil
 	}
+	if !s.ready.Load() {
+		return nil, errNotConnected
+	}
 	pool, err := s.db.DB()
 	if err != nil {
 		return nil, err
@@ -579,6 +582,9 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, ins *bulkInsert, args []
 // inTx runs fn in one transaction on the store's pool, committing when it
 // returns nil.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if !s.ready.Load() {
+		return errNotConnected
+	}
 	pool, err := s.db.DB()
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"gorm.io/driver/postgres"
@@ -57,6 +58,28 @@ type Store struct {
 	db      *gorm.DB
 	dialect string
 	stmts   stmtCache
+	// ready is set once the database answered and holds the schema.
+	ready atomic.Bool
+	// stop ends the background connect of WithRetry; done closes when it has.
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// OpenOption adjusts Open.
+type OpenOption func(*openOptions)
+
+type openOptions struct {
+	retry time.Duration
+	log   *slog.Logger
+}
+
+// WithRetry makes Open return a PostgreSQL store even while the database
+// does not answer: the store keeps connecting, and then creates the schema,
+// every retry in the background, logging to log. Until that succeeds every
+// call fails with CodeUnavailable, and Ping says so. SQLite, a local file,
+// still fails Open at once.
+func WithRetry(every time.Duration, log *slog.Logger) OpenOption {
+	return func(o *openOptions) { o.retry, o.log = every, log }
 }
 
 // Open connects to the database named by databaseURL, creating the schema if
@@ -68,8 +91,14 @@ type Store struct {
 //     URI is handed to SQLite as it is.
 //
 // SQLite runs in WAL mode with a busy timeout. Only failed statements are
-// logged, through slog.Default, without their arguments.
-func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
+// logged, through slog.Default, without their arguments. A database that
+// does not answer, or whose schema cannot be made, fails Open unless
+// WithRetry is given.
+func Open(ctx context.Context, databaseURL, dataDir string, opts ...OpenOption) (*Store, error) {
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	dialect, dsn, dir, err := parseDatabaseURL(databaseURL, dataDir)
 	if err != nil {
 		return nil, err
@@ -99,15 +128,87 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}
 	s := &Store{db: db, dialect: dialect}
-	if err := s.Ping(ctx); err != nil {
-		_ = s.Close()
+	if err := s.gate(); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}
-	if err := s.migrate(ctx); err != nil {
-		_ = s.Close()
-		return nil, fmt.Errorf("store: migrate %s: %w", dialect, err)
+	err = s.connect(ctx)
+	if err == nil || o.retry <= 0 || dialect != DialectPostgres {
+		if err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+		return s, nil
 	}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	o.log.Warn("database not reachable; retrying in the background, meanwhile what needs it answers 503",
+		"dialect", dialect, "every", o.retry, "err", err)
+	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s.stop, s.done = stop, make(chan struct{})
+	go s.retry(bg, o.retry, o.log)
 	return s, nil
+}
+
+// connecting marks the context of connect's statements, which pass the gate.
+type connecting struct{}
+
+// gate fails every statement made before the store first connected: the
+// schema may not exist yet, and a call should not wait on a database known
+// to be away. (WriteRecords' own statements check in stmt and inTx.)
+func (s *Store) gate() error {
+	refuse := func(db *gorm.DB) {
+		if !s.ready.Load() && db.Statement.Context.Value(connecting{}) == nil {
+			_ = db.AddError(errNotConnected)
+		}
+	}
+	cb := s.db.Callback()
+	return errors.Join(
+		cb.Create().Before("*").Register("rushline:gate", refuse),
+		cb.Query().Before("*").Register("rushline:gate", refuse),
+		cb.Update().Before("*").Register("rushline:gate", refuse),
+		cb.Delete().Before("*").Register("rushline:gate", refuse),
+		cb.Row().Before("*").Register("rushline:gate", refuse),
+		cb.Raw().Before("*").Register("rushline:gate", refuse),
+	)
+}
+
+// connect checks that the database answers and makes the schema.
+func (s *Store) connect(ctx context.Context) error {
+	ctx = context.WithValue(ctx, connecting{}, true)
+	sqlDB, err := s.db.DB()
+	if err == nil {
+		err = sqlDB.PingContext(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("store: open %s: %w", s.dialect, err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		return fmt.Errorf("store: migrate %s: %w", s.dialect, err)
+	}
+	s.ready.Store(true)
+	return nil
+}
+
+// retry connects every retry until it succeeds or ctx ends.
+func (s *Store) retry(ctx context.Context, every time.Duration, log *slog.Logger) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		attempt, cancel := context.WithTimeout(ctx, max(every, 5*time.Second))
+		err := s.connect(attempt)
+		cancel()
+		if err == nil {
+			log.Info("database connected", "dialect", s.dialect)
+			return
+		}
+	}
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -126,8 +227,12 @@ func (s *Store) migrate(ctx context.Context) error {
 	})
 }
 
-// Close closes the database connections.
+// Close stops connecting in the background and closes the database connections.
 func (s *Store) Close() error {
+	if s.stop != nil {
+		s.stop()
+		<-s.done
+	}
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return fmt.Errorf("store: close: %w", err)
@@ -135,14 +240,20 @@ func (s *Store) Close() error {
 	return errors.Join(s.stmts.close(), sqlDB.Close())
 }
 
-// Ping checks that the database answers.
+// errNotConnected is the cause of every failure before the first connect.
+var errNotConnected = errors.New("store: the database has not answered since the start")
+
+// Ping checks that the database answers and holds the schema.
 func (s *Store) Ping(ctx context.Context) error {
+	if !s.ready.Load() {
+		return dbUnavailable(errNotConnected)
+	}
 	sqlDB, err := s.db.DB()
 	if err == nil {
 		err = sqlDB.PingContext(ctx)
 	}
 	if err != nil {
-		return queue.Unavailable(fmt.Errorf("store: ping: %w", err))
+		return dbUnavailable(fmt.Errorf("store: ping: %w", err))
 	}
 	return nil
 }
@@ -241,7 +352,13 @@ func utcPtr(t *time.Time) *time.Time {
 
 // unavailable wraps a database failure for the caller.
 func unavailable(op string, err error) error {
-	return queue.Unavailable(fmt.Errorf("store: %s: %w", op, err))
+	return dbUnavailable(fmt.Errorf("store: %s: %w", op, err))
+}
+
+// dbUnavailable is a database failure as the API answers it: 503, naming
+// the database rather than the queue, which works on without it.
+func dbUnavailable(err error) *queue.Error {
+	return &queue.Error{Code: queue.CodeUnavailable, Message: "the database is unavailable, try again shortly", Err: err}
 }
 
 // quietLogger logs failed statements only, leaving out the ones the store

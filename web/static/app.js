@@ -4,7 +4,7 @@
 // dashboard (dashboard.html).
 import {
   $, api, enc, tab as store, friendly, el, setText, showAlert, hideAlert, fmtNum, fmtTime, fmtEta, fmtClock,
-  plural, eventState, cssVar,
+  plural, eventState, cssVar, readSeats, showSections,
 } from '/lib.js';
 
 const POLL_MS = 1000;        // queue status
@@ -204,7 +204,10 @@ async function refreshHealth() {
       setText(box, 'Server ready');
     } else {
       box.dataset.state = 'degraded';
-      setText(box, 'Storage not answering');
+      const body = await res.json().catch(() => null);
+      const down = Array.isArray(body && body.down) ? body.down : [];
+      const names = { redis: 'Queue store', database: 'Database' };
+      setText(box, down.length ? `${down.map((d) => names[d] || d).join(' and ')} not answering` : 'Storage not answering');
     }
   } catch (_) {
     box.dataset.state = 'down';
@@ -716,7 +719,8 @@ function tick() {
 
 const seatView = {
   key: '',        // eventId + seat count: the layout drawn
-  seats: [],      // latest [{id, taken}]
+  seats: [],      // latest [{id, taken}] (of the section shown)
+  section: null,  // the section shown of a map answered by section
   rows: [],       // [{name, start, end}] indexes into seats
   width: 1,
   page: 0,
@@ -747,9 +751,11 @@ async function refreshSeats() {
   if (seatView.loading) return;
   seatView.loading = true;
   try {
-    const r = await api('GET', `/events/${enc(eventId)}/seats`, { headers: { 'X-Queue-Token': token } });
+    const m = await readSeats(eventId, token, seatView.section);
     if (ticket.token !== token || ticket.status !== 'ACTIVE') return;
-    renderSeats(Array.isArray(r && r.seats) ? r.seats : []);
+    seatView.section = m.section;
+    showSections($('seat-section-box'), $('seat-section'), m.sections, m.section);
+    renderSeats(m);
     setText($('seat-note'), '');
   } catch (err) {
     if (ticket.token !== token) return;
@@ -767,9 +773,11 @@ async function refreshSeats() {
   }
 }
 
-function renderSeats(seats) {
+// renderSeats draws the seats of a map read by readSeats.
+function renderSeats(m) {
+  const { seats } = m;
   seatView.seats = seats;
-  const key = `${ticket.eventId}:${seats.length}`;
+  const key = `${ticket.eventId}:${m.section}:${seats.length}`;
   if (seatView.key !== key) {
     seatView.key = key;
     seatView.rows = layoutRows(seats);
@@ -783,9 +791,8 @@ function renderSeats(seats) {
       if (b) setSeatState(b, s);
     }
   }
-  const free = seats.reduce((n, s) => n + (s.taken ? 0 : 1), 0);
-  setText($('seat-count'), `· ${fmtNum(free)} of ${fmtNum(seats.length)} free`);
-  if (free === 0 && seats.length) setText($('seat-note'), 'Every seat is taken: this event is sold out.');
+  setText($('seat-count'), `· ${fmtNum(m.free)} of ${fmtNum(m.total)} free`);
+  if (m.free === 0 && m.total) setText($('seat-note'), 'Every seat is taken: this event is sold out.');
 }
 
 function setSeatState(b, s) {
@@ -874,6 +881,10 @@ $('seat-map').addEventListener('click', (e) => {
   buy(b.dataset.seat, b);
 });
 
+$('seat-section').addEventListener('change', (e) => {
+  seatView.section = e.target.value;
+  refreshSeats();
+});
 $('seat-prev').addEventListener('click', () => { seatView.page--; drawSeatPage(); });
 $('seat-next').addEventListener('click', () => { seatView.page++; drawSeatPage(); });
 $('seat-first-free').addEventListener('click', () => {

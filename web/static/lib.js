@@ -172,6 +172,47 @@ export const clock = {
   },
 };
 
+// ---------- seat maps ----------
+
+// readSeats reads an event's seat map for an active token. A map of more
+// than 10,000 seats comes by section (API.md): the overview, then the seats
+// of section want (else the first with a free seat). It returns the seats to
+// draw, the sections (null for a map of one list), the section drawn, and
+// the whole map's free and total seats.
+export async function readSeats(eventId, token, want) {
+  const path = `/events/${enc(eventId)}/seats`;
+  const headers = { 'X-Queue-Token': token };
+  const r = await api('GET', path, { headers });
+  if (!Array.isArray(r && r.sections)) {
+    const seats = Array.isArray(r && r.seats) ? r.seats : [];
+    const free = seats.reduce((n, x) => n + (x.taken ? 0 : 1), 0);
+    return { seats, sections: null, section: null, free, total: seats.length };
+  }
+  const sections = r.sections;
+  const free = sections.reduce((n, x) => n + x.free, 0);
+  const total = sections.reduce((n, x) => n + x.seats, 0);
+  const pick = sections.find((x) => x.id === want) || sections.find((x) => x.free > 0) || sections[0];
+  if (!pick) return { seats: [], sections, section: null, free, total };
+  const s = await api('GET', `${path}?section=${enc(pick.id)}`, { headers });
+  return { seats: Array.isArray(s && s.seats) ? s.seats : [], sections, section: pick.id, free, total };
+}
+
+// showSections fills the section chooser select (in box, hidden for a map
+// of one list) with sections and their free seats, current selected.
+export function showSections(box, select, sections, current) {
+  box.hidden = !sections;
+  if (!sections) return;
+  if (select.options.length !== sections.length) {
+    select.replaceChildren(...sections.map((x) => el('option', { value: x.id })));
+  }
+  sections.forEach((x, i) => {
+    const o = select.options[i];
+    o.value = x.id;
+    setText(o, `Rows ${x.first.split('-')[0]}–${x.last.split('-')[0]} · ${fmtNum(x.free)} of ${fmtNum(x.seats)} free`);
+  });
+  if (document.activeElement !== select) select.value = current;
+}
+
 // ---------- DOM ----------
 
 export function el(tag, attrs, children) {

@@ -3,7 +3,7 @@
 //   #/  #/race/{id}  #/race/{id}/wait  #/race/{id}/seats  #/race/{id}/result  #/history
 import {
   $, api, enc, local, friendly, notActiveText, clock, el, setText, showAlert, hideAlert,
-  fmtNum, fmtSec, ordinal, plural, fmtClock, fmtEta, fmtTime, chart, chartsReady,
+  fmtNum, fmtSec, ordinal, plural, fmtClock, fmtEta, fmtTime, chart, chartsReady, readSeats, showSections,
 } from '/lib.js';
 
 const LIVE_MS = 1000;
@@ -484,6 +484,8 @@ async function showSeats(id) {
   map.replaceChildren();
   setText($('s-note'), '');
   let buttons = new Map();
+  let drawn = null; // the section drawn, of a map answered by section
+  let section = null;
   let busy = false;
   let over = false;
   let expiresAt = Date.parse(r.expires_at);
@@ -535,12 +537,12 @@ async function showSeats(id) {
     map.replaceChildren(frag);
   };
 
-  const update = (seats) => {
-    if (buttons.size !== seats.length) draw(seats);
-    let free = 0;
+  const update = (m) => {
+    const { seats } = m;
+    if (buttons.size !== seats.length || drawn !== m.section) draw(seats);
+    drawn = m.section;
     for (const s of seats) {
       const b = buttons.get(s.id);
-      if (!s.taken) free++;
       if (!b || b.getAttribute('aria-busy') === 'true') continue;
       if (b.disabled !== !!s.taken) {
         if (s.taken && document.activeElement === b) {
@@ -551,16 +553,18 @@ async function showSeats(id) {
       }
       b.setAttribute('aria-label', `Seat ${s.id}${s.taken ? ', taken' : ''}`);
     }
-    setText($('s-count'), `· ${fmtNum(free)} of ${fmtNum(seats.length)} free`);
-    if (!free && seats.length) end('Sold out: every seat is gone.', 'warn');
+    setText($('s-count'), `· ${fmtNum(m.free)} of ${fmtNum(m.total)} free`);
+    if (!m.free && m.total) end('Sold out: every seat is gone.', 'warn');
   };
 
   const refresh = async () => {
     if (over) return;
     try {
-      const s = await api('GET', `/events/${enc(id)}/seats`, { headers: { 'X-Queue-Token': r.token } });
+      const m = await readSeats(id, r.token, section);
       if (over) return;
-      update(Array.isArray(s && s.seats) ? s.seats : []);
+      section = m.section;
+      showSections($('s-section-box'), $('s-section'), m.sections, m.section);
+      update(m);
     } catch (err) {
       if (over) return;
       if (err.code === 'NOT_ACTIVE' && err.status === 'WAITING') return go(`#/race/${enc(id)}/wait`);
@@ -611,7 +615,8 @@ async function showSeats(id) {
       delete map.dataset.busy;
     }
   };
-  onLeave(() => { map.onclick = null; });
+  $('s-section').onchange = (e) => { section = e.target.value; refresh(); };
+  onLeave(() => { map.onclick = null; $('s-section').onchange = null; });
   every(SEATS_MS, refresh);
   focusHeading(v);
 }

@@ -1,0 +1,179 @@
+package queue
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+const (
+	// MaxSeatList is the largest seat map answered as one list; a larger
+	// one answers by section (API.md, "Seats and orders").
+	MaxSeatList = 10_000
+	// SectionSeats is about how many seats one section of a larger map
+	// holds: whole rows, 200 rows of 50. A section's list is ~330 KB of JSON
+	// and a 1,000,000-seat overview has 100 sections, both far under 2 MB.
+	SectionSeats = 10_000
+	// seatScan is how many seats one HSCAN call asks for: each call stays
+	// well under a millisecond of Redis time, even on a 1,000,000-seat map.
+	seatScan = 1000
+	// DefaultSeatMapAge is how long a SeatMaps snapshot is served.
+	DefaultSeatMapAge = time.Second
+)
+
+// sectionRows is how many rows one section of an event with n seats spans.
+func sectionRows(n int) int { return max(1, SectionSeats/RowWidth(n)) }
+
+// SectionIndex parses a section id of an event with n seats (the name of
+// the section's first row: "A", "GS", …); ok is false for a malformed id,
+// one that names no section's first row, or a map answered as one list.
+func SectionIndex(n int, id string) (int, bool) {
+	r, ok := rowIndex(id)
+	rows := sectionRows(n)
+	if !ok || n <= MaxSeatList || r%rows != 0 || r*RowWidth(n) >= n {
+		return 0, false
+	}
+	return r / rows, true
+}
+
+// Section is one block of whole rows of a large seat map.
+type Section struct {
+	// ID is the name of the section's first row.
+	ID    string `json:"id"`
+	Seats int    `json:"seats"`
+	Free  int    `json:"free"`
+	// First and Last are the section's first and last seat ids.
+	First string `json:"first"`
+	Last  string `json:"last"`
+}
+
+// SeatMap is a snapshot of which seats of one event are taken. It is
+// immutable, so one snapshot serves any number of readers at once.
+type SeatMap struct {
+	seats int
+	taken []uint64  // bit i: seat i is taken
+	free  []int     // free seats per section
+	At    time.Time // when the snapshot was read
+}
+
+// newSeatMap is an empty snapshot of n seats.
+func newSeatMap(n int) *SeatMap {
+	per := sectionRows(n) * RowWidth(n)
+	m := &SeatMap{seats: n, taken: make([]uint64, (n+63)/64), free: make([]int, (n+per-1)/per)}
+	for i := range m.free {
+		m.free[i] = min(per, n-i*per)
+	}
+	return m
+}
+
+// take marks seat i taken; seats named twice (HSCAN may) count once.
+func (m *SeatMap) take(i int) {
+	if m.Taken(i) {
+		return
+	}
+	m.taken[i/64] |= 1 << (i % 64)
+	m.free[i/(sectionRows(m.seats)*RowWidth(m.seats))]--
+}
+
+// Seats is how many seats the event has.
+func (m *SeatMap) Seats() int { return m.seats }
+
+// Taken reports whether seat i (0-based) is taken.
+func (m *SeatMap) Taken(i int) bool { return m.taken[i/64]&(1<<(i%64)) != 0 }
+
+// Sections lists the sections with their free seats.
+func (m *SeatMap) Sections() []Section {
+	out := make([]Section, len(m.free))
+	for k := range out {
+		first, n := m.SectionSpan(k)
+		out[k] = Section{ID: rowName(k * sectionRows(m.seats)), Seats: n, Free: m.free[k],
+			First: SeatID(m.seats, first), Last: SeatID(m.seats, first+n-1)}
+	}
+	return out
+}
+
+// SectionSpan is the first seat (0-based) and the number of seats of section k.
+func (m *SeatMap) SectionSpan(k int) (first, n int) {
+	per := sectionRows(m.seats) * RowWidth(m.seats)
+	first = k * per
+	return first, min(per, m.seats-first)
+}
+
+// seatMap reads which seats of ev are taken, in HSCAN steps so that no
+// single Redis call walks a large map.
+func (e *Engine) seatMap(ctx context.Context, ev Event) (*SeatMap, error) {
+	m := newSeatMap(ev.Seats)
+	key := Keys(ev.ID)[keySeatsTaken]
+	var cursor uint64
+	for {
+		kv, next, err := e.rdb.HScan(ctx, key, cursor, "", seatScan).Result()
+		if err != nil {
+			return nil, storeErr(ctx, err)
+		}
+		for i := 0; i < len(kv); i += 2 { // field, value
+			if s, ok := SeatIndex(ev.Seats, kv[i]); ok {
+				m.take(s)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			break
+		}
+	}
+	m.At = time.Now()
+	return m, nil
+}
+
+// SeatMaps serves the seat maps of large events from snapshots shared by
+// every reader for up to a maximum age, so a crowd reading a map at once
+// costs one read of it, and one copy of it in memory. Safe for concurrent use.
+type SeatMaps struct {
+	eng    *Engine
+	maxAge time.Duration
+	reads  singleflight.Group
+
+	mu   sync.Mutex
+	maps map[string]*SeatMap
+}
+
+// NewSeatMaps returns snapshots of eng's seat maps, each served for maxAge.
+func NewSeatMaps(eng *Engine, maxAge time.Duration) *SeatMaps {
+	return &SeatMaps{eng: eng, maxAge: maxAge, maps: map[string]*SeatMap{}}
+}
+
+// Get returns a snapshot of ev's seat map, at most maxAge old, to the
+// holder of an active token.
+func (s *SeatMaps) Get(ctx context.Context, ev Event, token string) (*SeatMap, error) {
+	if err := s.eng.mustBeActive(ctx, ev.ID, token); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	m := s.maps[ev.ID]
+	s.mu.Unlock()
+	if m != nil && m.seats == ev.Seats && time.Since(m.At) < s.maxAge {
+		return m, nil
+	}
+	// One read for every caller waiting on it, whichever of them goes away.
+	v, err, _ := s.reads.Do(ev.ID, func() (any, error) {
+		read, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		m, err := s.eng.seatMap(read, ev)
+		if err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for id, old := range s.maps { // maps nobody read lately, dropped events' among them
+			if time.Since(old.At) >= s.maxAge {
+				delete(s.maps, id)
+			}
+		}
+		s.maps[ev.ID] = m
+		return m, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*SeatMap), nil
+}

@@ -1,0 +1,187 @@
+package queue_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rushline/rushline/server/queue"
+)
+
+func TestSectionIndex(t *testing.T) {
+	cases := []struct {
+		name  string
+		seats int
+		id    string
+		ok    bool
+		index int
+	}{
+		{"first", 1_000_000, "A", true, 0},                      // row A opens section 0
+		{"second", 1_000_000, "GS", true, 1},                    // row 200 (GS) opens section 1
+		{"inside a section", 1_000_000, "B", false, 0},          // row B is no section's first
+		{"last", 1_000_000, "ACGO", true, 99},                   // row 19,800 opens the 100th
+		{"past the end", 1_000_000, "ACOG", false, 0},           // row 20,000 is past the map
+		{"one list", queue.MaxSeatList, "A", false, 0},          // a map of 10,000 has no sections
+		{"one seat over", queue.MaxSeatList + 1, "GS", true, 1}, // its 201st row is a section of one seat
+		{"lower case", 1_000_000, "a", false, 0},                // rows are upper case
+		{"empty", 1_000_000, "", false, 0},                      // no name
+		{"seat id", 1_000_000, "A-1", false, 0},                 // a seat is no section
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if i, ok := queue.SectionIndex(tc.seats, tc.id); ok != tc.ok || (ok && i != tc.index) {
+				t.Fatalf("SectionIndex(%d, %q) = %d, %v; want %d, %v", tc.seats, tc.id, i, ok, tc.index, tc.ok)
+			}
+		})
+	}
+}
+
+// hscanCounter counts HSCAN calls on a client.
+type hscanCounter struct{ n atomic.Int64 }
+
+func (h *hscanCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *hscanCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *hscanCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if strings.EqualFold(cmd.Name(), "hscan") {
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// mustSell takes seat i of ev for a new user, who joins and orders it.
+func mustSell(tb testing.TB, eng *queue.Engine, ev queue.Event, i int) {
+	tb.Helper()
+	user := fmt.Sprintf("u_buyer%d", i)
+	en := MustJoin(tb, eng, ev.ID, user)
+	if _, err := eng.Order(context.Background(), ev, en.Token, queue.SeatID(ev.Seats, i), queue.Actor{UserID: user}); err != nil {
+		tb.Fatalf("order seat %d: %v", i, err)
+	}
+}
+
+// TestSeatMaps: a large map's snapshot counts free seats per section, marks
+// the sold ones, is shown to active tokens only, and is read once for many
+// readers at once while it is young enough.
+func TestSeatMaps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	eng, _, rdb := MustEngine(t)
+	hscans := &hscanCounter{}
+	rdb.AddHook(hscans)
+	// 25,001 seats: sections of 10,000, 10,000 and 5,001. Room for every buyer.
+	ev := MustEvent(t, eng, "big", func(ev *queue.Event) { ev.Seats, ev.Capacity = 25_001, 10_000 })
+	// Enough sold seats for several HSCAN steps, all in the first two sections.
+	const sold = 2500
+	for i := range sold {
+		mustSell(t, eng, ev, i*8)
+	}
+	mustSell(t, eng, ev, 25_000) // the last seat, alone in its row
+
+	reader := MustJoin(t, eng, ev.ID, "u_reader")
+	maps := queue.NewSeatMaps(eng, time.Hour)
+	m, err := maps.Get(ctx, ev, reader.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perRead := hscans.n.Load()
+	want := []queue.Section{
+		{ID: "A", Seats: 10_000, Free: 10_000 - 1250, First: "A-1", Last: "GR-50"},
+		{ID: "GS", Seats: 10_000, Free: 10_000 - 1250, First: "GS-1", Last: "OJ-50"},
+		{ID: "OK", Seats: 5001, Free: 5000, First: "OK-1", Last: "SG-1"},
+	}
+	if got := m.Sections(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("sections = %+v\nwant %+v", got, want)
+	}
+	for _, tc := range []struct {
+		seat  int
+		taken bool
+	}{{0, true}, {1, false}, {8, true}, {19_992, true}, {20_000, false}, {25_000, true}} {
+		if m.Taken(tc.seat) != tc.taken {
+			t.Errorf("seat %d (%s) taken = %v, want %v", tc.seat, queue.SeatID(ev.Seats, tc.seat), !tc.taken, tc.taken)
+		}
+	}
+	if first, n := m.SectionSpan(2); first != 20_000 || n != 5001 {
+		t.Errorf("SectionSpan(2) = %d, %d; want 20000, 5001", first, n)
+	}
+	if perRead < 2 {
+		t.Errorf("%d HSCAN calls for %d sold seats, want several small ones", perRead, sold)
+	}
+
+	t.Run("shared while young", func(t *testing.T) {
+		mustSell(t, eng, ev, 1)
+		before := hscans.n.Load()
+		var wg sync.WaitGroup
+		for range 32 {
+			wg.Go(func() {
+				got, err := maps.Get(ctx, ev, reader.Token)
+				if err != nil || got != m {
+					t.Errorf("Get = %p, %v; want the snapshot %p", got, err, m)
+				}
+			})
+		}
+		wg.Wait()
+		if n := hscans.n.Load() - before; n != 0 {
+			t.Errorf("%d HSCAN calls for a young snapshot", n)
+		}
+	})
+
+	t.Run("one read for concurrent readers", func(t *testing.T) {
+		fresh := queue.NewSeatMaps(eng, time.Hour)
+		before := hscans.n.Load()
+		got := make([]*queue.SeatMap, 32)
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Go(func() {
+				var err error
+				if got[i], err = fresh.Get(ctx, ev, reader.Token); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		for _, g := range got[1:] {
+			if g != got[0] {
+				t.Fatal("concurrent readers got different snapshots")
+			}
+		}
+		if !got[0].Taken(1) {
+			t.Error("a new snapshot misses the seat sold after the last one")
+		}
+		// One read's worth of calls (give or take one while Redis rehashes), not 32.
+		if n := hscans.n.Load() - before; n < 1 || n >= 2*perRead {
+			t.Errorf("%d HSCAN calls for 32 concurrent readers; one read takes %d", n, perRead)
+		}
+	})
+
+	t.Run("refreshed when old", func(t *testing.T) {
+		always := queue.NewSeatMaps(eng, 0)
+		a, err := always.Get(ctx, ev, reader.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustSell(t, eng, ev, 2)
+		b, err := always.Get(ctx, ev, reader.Token)
+		if err != nil || a == b || !b.Taken(2) || a.Taken(2) {
+			t.Fatalf("old snapshot not replaced: %p %p %v", a, b, err)
+		}
+	})
+
+	t.Run("active tokens only", func(t *testing.T) {
+		_, err := maps.Get(ctx, ev, "garbage")
+		MustCode(t, err, queue.CodeTokenNotFound, "")
+		if _, err := eng.Leave(ctx, ev.ID, reader.Token, queue.Actor{UserID: "u_reader"}); err != nil {
+			t.Fatal(err)
+		}
+		_, err = maps.Get(ctx, ev, reader.Token)
+		MustCode(t, err, queue.CodeNotActive, queue.StatusLeft)
+	})
+}
