@@ -32,6 +32,14 @@ const (
 	CodeInternal    Code = "INTERNAL"
 )
 
+// Error codes of practice drops (API-next.md, "Practice drops"): an unknown
+// drop or scenario, or no result for this person.
+const (
+	CodeDropNotFound     Code = "DROP_NOT_FOUND"
+	CodeScenarioNotFound Code = "SCENARIO_NOT_FOUND"
+	CodeResultNotFound   Code = "RESULT_NOT_FOUND"
+)
+
 // Error is the one coded error type of rushline. Adapters map Code to a
 // transport status in one place.
 type Error struct {
