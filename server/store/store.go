@@ -112,6 +112,7 @@ func Open(ctx context.Context, databaseURL, dataDir string) (*Store, error) {
 
 func (s *Store) migrate(ctx context.Context) error {
 	models := []any{&EventRow{}, &Entry{}, &Transition{}, &Order{}, &PracticeResult{}, &PriorityGrant{}}
+	models = append(models, dropModels...)
 	db := s.db.WithContext(ctx)
 	if s.dialect != DialectPostgres {
 		return db.AutoMigrate(models...)
