@@ -74,6 +74,9 @@ type Drop struct {
 	CreatedAt time.Time `json:"created_at"`
 	// Final is set once the drop is finished.
 	Final *Final `json:"-"`
+	// Held is true while the drop's event is kept (its line in Redis, its
+	// audit trail in SQL); false once a finished drop's event is forgotten.
+	Held bool `json:"-"`
 }
 
 // Final is what a finished drop keeps: the figures that are live in Redis

@@ -27,6 +27,8 @@ type Result struct {
 	// join of the drop (people's and the crowd's); Attempt is their latest.
 	Seq     int64
 	Attempt int64
+	// AttemptAt is when the latest attempt joined.
+	AttemptAt time.Time
 	// Position is their place in line when they first joined.
 	Position int64
 	JoinedAt time.Time

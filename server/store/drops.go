@@ -60,7 +60,8 @@ func dropRow(d drop.Drop) DropRow {
 // Drop returns the row as a drop.Drop, times in UTC.
 func (r DropRow) Drop() drop.Drop {
 	d := drop.Drop{ID: r.ID, Event: r.EventID, Scenario: r.Scenario, Level: r.Level, Crowd: r.Crowd, Seats: r.Seats,
-		OpensAt: r.OpensAt.UTC(), ClosesAt: r.ClosesAt.UTC(), Schedule: r.Schedule, CreatedAt: r.CreatedAt.UTC()}
+		OpensAt: r.OpensAt.UTC(), ClosesAt: r.ClosesAt.UTC(), Schedule: r.Schedule, CreatedAt: r.CreatedAt.UTC(),
+		Held: r.Held}
 	if r.FinishedAt != nil {
 		d.Final = &drop.Final{FinishedAt: r.FinishedAt.UTC(), SoldOut: r.SoldOut, Sold: r.Sold,
 			PeopleJoined: r.PeopleJoined, Joined: r.Joined, CrowdJoined: r.CrowdJoined, CrowdSold: r.CrowdSold,
@@ -166,6 +167,7 @@ type DropResultRow struct {
 	Nickname    string       `gorm:"column:nickname;not null"`
 	Seq         int64        `gorm:"column:seq;not null"`
 	Attempt     int64        `gorm:"column:attempt;not null"`
+	AttemptAt   time.Time    `gorm:"column:attempt_at;not null"`
 	Position    int64        `gorm:"column:position;not null"`
 	JoinedAt    time.Time    `gorm:"column:joined_at;not null"`
 	ReactionMS  int64        `gorm:"column:reaction_ms;not null"`
@@ -201,7 +203,7 @@ func durPtr(ms *int64) *time.Duration {
 
 func resultRow(r drop.Result) DropResultRow {
 	row := DropResultRow{DropID: r.DropID, UserID: r.UserID, Nickname: r.Nickname, Seq: r.Seq, Attempt: r.Attempt,
-		Position: r.Position, JoinedAt: utc(r.JoinedAt), ReactionMS: r.Reaction.Milliseconds(), AdmittedAt: utcPtr(r.AdmittedAt),
+		AttemptAt: utc(r.AttemptAt), Position: r.Position, JoinedAt: utc(r.JoinedAt), ReactionMS: r.Reaction.Milliseconds(), AdmittedAt: utcPtr(r.AdmittedAt),
 		WaitMS: msPtr(r.Wait), Outcome: r.Outcome, BoughtMS: msPtr(r.Bought), FalseStarts: r.FalseStarts,
 		Scenario: r.Scenario, OpensAt: utc(r.OpensAt)}
 	if r.Seat != "" {
@@ -214,7 +216,7 @@ func resultRow(r drop.Result) DropResultRow {
 // Result returns the row as a drop.Result, times in UTC.
 func (r DropResultRow) Result() drop.Result {
 	res := drop.Result{DropID: r.DropID, UserID: r.UserID, Nickname: r.Nickname, Seq: r.Seq, Attempt: r.Attempt,
-		Position: r.Position, JoinedAt: r.JoinedAt.UTC(), Reaction: time.Duration(r.ReactionMS) * time.Millisecond,
+		AttemptAt: r.AttemptAt.UTC(), Position: r.Position, JoinedAt: r.JoinedAt.UTC(), Reaction: time.Duration(r.ReactionMS) * time.Millisecond,
 		AdmittedAt: utcPtr(r.AdmittedAt), Wait: durPtr(r.WaitMS), Outcome: r.Outcome, Bought: durPtr(r.BoughtMS),
 		FalseStarts: r.FalseStarts, Scenario: r.Scenario, OpensAt: r.OpensAt.UTC()}
 	if r.Seat != nil {

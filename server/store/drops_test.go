@@ -18,7 +18,7 @@ import (
 func testDrop(id, scenario string, minutes int) drop.Drop {
 	at := t0.Add(time.Duration(minutes) * time.Minute)
 	return drop.Drop{ID: id, Event: drop.EventID(id), Scenario: scenario, Level: drop.LevelHard, Crowd: 200_000,
-		Seats: 2000, OpensAt: at, ClosesAt: at.Add(10 * time.Minute), Schedule: "hard", CreatedAt: t0.Add(-time.Hour)}
+		Seats: 2000, OpensAt: at, ClosesAt: at.Add(10 * time.Minute), Schedule: "hard", CreatedAt: t0.Add(-time.Hour), Held: true}
 }
 
 func dur(d time.Duration) *time.Duration { return &d }
@@ -28,7 +28,7 @@ func at(d time.Duration) *time.Time      { v := t0.Add(d); return &v }
 // bought) when seat is not "".
 func testResult(d drop.Drop, user string, position int64, reaction time.Duration, seat string, seatRow int, bought time.Duration) drop.Result {
 	r := drop.Result{DropID: d.ID, UserID: user, Nickname: "nick-" + user, Seq: position + 10, Attempt: position + 10,
-		Position: position, JoinedAt: d.OpensAt.Add(reaction), Reaction: reaction, Outcome: drop.OutcomeSoldOut,
+		AttemptAt: d.OpensAt.Add(reaction), Position: position, JoinedAt: d.OpensAt.Add(reaction), Reaction: reaction, Outcome: drop.OutcomeSoldOut,
 		FalseStarts: 1, Scenario: d.Scenario, OpensAt: d.OpensAt}
 	if seat != "" {
 		r.Outcome, r.Seat, r.SeatRow, r.Bought = drop.OutcomeSeat, seat, seatRow, dur(bought)
