@@ -78,6 +78,9 @@ func WithDiscover(d time.Duration) Option { return func(s *Service) { s.discover
 // WithKeep sets how long a finished drop's event is kept.
 func WithKeep(d time.Duration) Option { return func(s *Service) { s.keep = d } }
 
+// WithFlush sets how often a player writes the people's results.
+func WithFlush(d time.Duration) Option { return func(s *Service) { s.flush = d } }
+
 // WithChunk sets how many virtual users one crowd join puts in line.
 func WithChunk(n int) Option { return func(s *Service) { s.chunk = n } }
 

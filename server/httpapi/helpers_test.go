@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rushline/rushline/server/auth"
+	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/server/httpapi"
 	"github.com/rushline/rushline/server/metrics"
 	"github.com/rushline/rushline/server/push"
@@ -80,6 +81,8 @@ type Fixture struct {
 	Clock   *Clock
 	// Push is the SSE hub, on a Redis client of its own.
 	Push *push.Hub
+	// Drops is the practice drop service (FixtureOptions.Drops), or nil.
+	Drops *drop.Service
 }
 
 // testQueueTokenKey signs the queue tokens of every fixture.
@@ -101,6 +104,9 @@ type FixtureOptions struct {
 	BindDevice string
 	// Queue adjust its engine, after the fixture's clock (e.g. queue.WithBatching).
 	Queue []queue.Option
+	// Drops, when not nil, serves practice drops with a drop service made
+	// with these options (its Run loop not started: no crowd plays).
+	Drops []drop.Option
 }
 
 // MustServer starts a fixture; redis options (e.g. redistest.AppendOnly)
@@ -131,9 +137,17 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	hubOpts := append([]push.Option{push.WithTick(testPushTick), push.WithPositionEvery(testPushTick),
 		push.WithObserver(m), push.WithLogger(quiet)}, o.Push...)
 	hub := push.New(queue.New(tails, testQueueTokenKey, queue.WithClock(clk.Now)), hubOpts...)
+	catalog := queue.NewCatalog(st, eng)
+	var drops *drop.Service
+	if o.Drops != nil {
+		if drops, err = drop.New(eng, catalog, st, "fixture", append([]drop.Option{drop.WithLogger(quiet)}, o.Drops...)...); err != nil {
+			tb.Fatalf("drops: %v", err)
+		}
+	}
 	api := httpapi.New(httpapi.Deps{
+		Drops:   drops,
 		Engine:  eng,
-		Catalog: queue.NewCatalog(st, eng),
+		Catalog: catalog,
 		Signer:  signer,
 		Keys:    testKeys,
 		Metrics: m,
@@ -159,6 +173,7 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	return &Fixture{
 		URL: srv.URL, HTTP: srv, API: api, Client: client, Redis: p, RDB: rdb, Store: st,
 		Engine: eng, Catalog: api.Catalog, Signer: signer, Keys: testKeys, Metrics: m, Clock: clk, Push: hub,
+		Drops: drops,
 	}
 }
 
