@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rushline/rushline/server/app"
+	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/server/ratelimit"
 	"github.com/rushline/rushline/web"
 )
@@ -29,6 +30,7 @@ func main() {
 		cfg       app.Config
 		logFormat string
 		rateLimit string
+		drops     string
 	)
 	root := &cobra.Command{
 		Use:           "rushline-server",
@@ -43,6 +45,9 @@ func main() {
 			}
 			if cfg.RateLimit, err = ratelimit.Parse(rateLimit); err != nil {
 				return fmt.Errorf("--rate-limit: %w", err)
+			}
+			if cfg.Drops, err = drop.ParseSchedules(drops); err != nil {
+				return fmt.Errorf("--drops: %w", err)
 			}
 			cfg.Logger, cfg.Web = log, web.FS()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -65,6 +70,7 @@ func main() {
 	f.StringVar(&cfg.Keys.JWTSecret, "jwt-secret", env("RUSHLINE_JWT_SECRET", ""), "session and queue-token signing secret ($RUSHLINE_JWT_SECRET)")
 	f.BoolVar(&cfg.TrustProxy, "trust-proxy", env("RUSHLINE_TRUST_PROXY", "") == "true", "take client addresses from X-Forwarded-For ($RUSHLINE_TRUST_PROXY=true)")
 	f.StringVar(&rateLimit, "rate-limit", env("RUSHLINE_RATE_LIMIT", "off"), `per-client-IP limits shared through Redis ($RUSHLINE_RATE_LIMIT): "off", a bare RATE/PERIOD[:BURST] for every route, or ROUTE=LIMIT items, e.g. "join=5/s:10,status=2/s:5,seats=2/s"; routes: sessions, join, status, stream, leave, seats, orders, practice`)
+	f.StringVar(&drops, "drops", env("RUSHLINE_DROPS", drop.DefaultSchedules), `practice drop schedules ($RUSHLINE_DROPS): "off", or schedules separated by ";", each "every=5m" or "at=20:00" (UTC) with optional scenario=, level=easy|normal|hard, crowd=, seats=, name=`)
 	f.StringVar(&cfg.BindDevice, "bind-device", env("RUSHLINE_BIND_DEVICE", "off"), "one live place per event per device for ACTUAL users ($RUSHLINE_BIND_DEVICE): off, cookie (the session's device cookie) or ip (the client address)")
 	f.StringVar(&cfg.Embedded, "embedded", env("RUSHLINE_EMBEDDED", ""), "zero-config Redis when --redis-url is empty: redis-server or miniredis (default: redis-server if on PATH, else miniredis)")
 	f.StringVar(&logFormat, "log-format", env("RUSHLINE_LOG_FORMAT", "text"), "text or json ($RUSHLINE_LOG_FORMAT)")

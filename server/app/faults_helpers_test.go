@@ -125,13 +125,14 @@ func freeAddr(tb testing.TB) string {
 
 // MustProc starts the binary as one replica on redisURL and databaseURL with
 // keys, waits until it answers /readyz, and kills it in Cleanup. The child
-// dies with the test process (Pdeathsig).
-func MustProc(tb testing.TB, bin, redisURL, databaseURL string, keys auth.Keys) *proc {
+// dies with the test process (Pdeathsig). It runs no drop schedule unless
+// extra flags (added last, so they win) give one.
+func MustProc(tb testing.TB, bin, redisURL, databaseURL string, keys auth.Keys, extra ...string) *proc {
 	tb.Helper()
 	addr := freeAddr(tb)
-	cmd := exec.Command(bin, "--addr", addr, "--redis-url", redisURL, "--database-url", databaseURL,
+	cmd := exec.Command(bin, append([]string{"--addr", addr, "--redis-url", redisURL, "--database-url", databaseURL,
 		"--data", tb.TempDir(), "--admin-key", keys.Admin, "--simulator-key", keys.Simulator,
-		"--service-key", keys.Service, "--jwt-secret", keys.JWTSecret)
+		"--service-key", keys.Service, "--jwt-secret", keys.JWTSecret, "--drops", "off"}, extra...)...)
 	p := &proc{cmd: cmd, base: "http://" + addr, done: make(chan struct{}), log: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stdout = lockedWriter{p.mu, p.log}
 	cmd.Stderr = lockedWriter{p.mu, p.log}
@@ -167,12 +168,12 @@ func MustProc(tb testing.TB, bin, redisURL, databaseURL string, keys auth.Keys) 
 }
 
 // MustProcs starts n replicas with MustProc and returns them and their base URLs.
-func MustProcs(tb testing.TB, n int, bin, redisURL, databaseURL string, keys auth.Keys) ([]*proc, []string) {
+func MustProcs(tb testing.TB, n int, bin, redisURL, databaseURL string, keys auth.Keys, extra ...string) ([]*proc, []string) {
 	tb.Helper()
 	procs := make([]*proc, n)
 	bases := make([]string, n)
 	for i := range procs {
-		procs[i] = MustProc(tb, bin, redisURL, databaseURL, keys)
+		procs[i] = MustProc(tb, bin, redisURL, databaseURL, keys, extra...)
 		bases[i] = procs[i].base
 	}
 	return procs, bases
