@@ -112,8 +112,20 @@ type Service struct {
 	// made holds the schedule drops known to exist.
 	made map[string]bool
 	// opens caches drops' openings by event id, for the join hooks.
-	opens map[string]time.Time
+	opens map[string]opening
 }
+
+// opening is a cached answer to "is this event a drop's, opening when?".
+type opening struct {
+	at   time.Time
+	drop bool
+	// until is when an answer "not a drop" is asked again: the drop may
+	// be made later.
+	until time.Time
+}
+
+// notDropTTL is how long an event is taken for no drop's.
+const notDropTTL = 30 * time.Second
 
 // New returns a service; replica names this server among those sharing the
 // Redis. Every schedule must name a scenario a drop can use.
@@ -121,7 +133,7 @@ func New(eng *queue.Engine, catalog *queue.Catalog, store Store, replica string,
 	s := &Service{eng: eng, catalog: catalog, store: store, replica: replica, log: slog.Default(),
 		lease: DefaultLease, tick: DefaultTick, discover: DefaultDiscover, keep: DefaultKeep, chunk: DefaultChunk,
 		flush: DefaultFlush, plans: map[string]*Plan{}, playing: map[string]bool{}, made: map[string]bool{},
-		opens: map[string]time.Time{}}
+		opens: map[string]opening{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -431,26 +443,29 @@ func (s *Service) opening(ctx context.Context, eventID string) (time.Time, bool,
 	if !ok {
 		return time.Time{}, false, nil
 	}
+	now := time.Now()
 	s.mu.Lock()
-	at, known := s.opens[eventID]
+	o, known := s.opens[eventID]
 	s.mu.Unlock()
-	if known {
-		return at, true, nil
+	if known && (o.drop || now.Before(o.until)) {
+		return o.at, o.drop, nil
 	}
 	d, err := s.store.Drop(ctx, id)
-	if queue.ErrorCode(err) == queue.CodeDropNotFound {
-		return time.Time{}, false, nil
-	}
-	if err != nil {
+	switch queue.ErrorCode(err) {
+	case "":
+		o = opening{at: d.OpensAt, drop: true}
+	case queue.CodeDropNotFound:
+		o = opening{until: now.Add(notDropTTL)}
+	default:
 		return time.Time{}, false, err
 	}
 	s.mu.Lock()
 	if len(s.opens) > 1024 {
 		clear(s.opens)
 	}
-	s.opens[eventID] = d.OpensAt
+	s.opens[eventID] = o
 	s.mu.Unlock()
-	return d.OpensAt, true, nil
+	return o.at, o.drop, nil
 }
 
 // Joining notes a person about to join eventID, when it is a drop's: their

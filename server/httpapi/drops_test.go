@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rushline/rushline/server/drop"
+	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/simulator/scenario"
 )
 
@@ -198,6 +199,14 @@ func TestDropFalseStartsAndMyResult(t *testing.T) {
 		t.Errorf("percentile %v; %v joined, she was number %v", p, total, seq)
 	}
 	MustError(t, f.MustDo(t, http.MethodGet, me, Bearer(bob), nil), http.StatusNotFound, "RESULT_NOT_FOUND")
+
+	// An ordinary event whose id looks like a drop's is no drop: nothing is
+	// kept of its joins.
+	f.MustCreateEvent(t, EventBody("drop-plain", "opens_at", f.Clock.Now().Add(time.Hour).Format(time.RFC3339)))
+	MustError(t, f.MustDo(t, http.MethodPost, "/api/v1/events/drop-plain/queue", Bearer(bob), actual), http.StatusConflict, "EVENT_NOT_OPEN")
+	if n := f.RDB.Exists(context.Background(), queue.CrowdKeys("drop-plain")...).Val(); n != 0 {
+		t.Errorf("%d drop keys made for an ordinary event", n)
+	}
 	res := f.MustDo(t, http.MethodGet, "/api/v1/drops/"+id.Str("id")+"/results", nil, nil)
 	MustStatus(t, res, http.StatusOK)
 	people, _ := res.Body["people"].([]any)

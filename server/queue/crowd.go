@@ -207,21 +207,22 @@ func (e *Engine) NotePerson(ctx context.Context, eventID, userID, nickname strin
 
 // People returns what NotePerson kept of users, in their order.
 func (e *Engine) People(ctx context.Context, eventID string, users ...string) ([]Person, error) {
-	if len(users) == 0 {
-		return nil, nil
-	}
-	fields := make([]string, 0, 2*len(users))
-	for _, u := range users {
-		fields = append(fields, "n:"+u, "f:"+u)
-	}
-	v, err := e.rdb.HMGet(ctx, CrowdKeys(eventID)[keyPeople], fields...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("queue: people %s: %w", eventID, storeErr(ctx, err))
-	}
-	out := make([]Person, len(users))
-	for i := range users {
-		out[i].Nickname, _ = v[2*i].(string)
-		out[i].FalseStarts = int(toInt(v[2*i+1]))
+	out := make([]Person, 0, len(users))
+	for len(users) > 0 {
+		page := users[:min(len(users), scanPage/2)]
+		users = users[len(page):]
+		fields := make([]string, 0, 2*len(page))
+		for _, u := range page {
+			fields = append(fields, "n:"+u, "f:"+u)
+		}
+		v, err := e.rdb.HMGet(ctx, CrowdKeys(eventID)[keyPeople], fields...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: people %s: %w", eventID, storeErr(ctx, err))
+		}
+		for i := range page {
+			nick, _ := v[2*i].(string)
+			out = append(out, Person{Nickname: nick, FalseStarts: int(toInt(v[2*i+1]))})
+		}
 	}
 	return out, nil
 }
@@ -275,13 +276,26 @@ func (e *Engine) ActiveWithPrefix(ctx context.Context, eventID, prefix string) (
 	}
 }
 
+// scanPage is how many fields one HSCAN step asks for: a map of 100,000
+// seats is read in steps, never in one long command.
+const scanPage = 1000
+
 // SeatsTaken lists the sold seats of eventID.
 func (e *Engine) SeatsTaken(ctx context.Context, eventID string) ([]string, error) {
-	seats, err := e.rdb.HKeys(ctx, Keys(eventID)[keySeatsTaken]).Result()
-	if err != nil {
-		return nil, fmt.Errorf("queue: seats %s: %w", eventID, storeErr(ctx, err))
+	var seats []string
+	var cursor uint64
+	for {
+		kv, next, err := e.rdb.HScan(ctx, Keys(eventID)[keySeatsTaken], cursor, "", scanPage).Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: seats %s: %w", eventID, storeErr(ctx, err))
+		}
+		for i := 0; i < len(kv); i += 2 {
+			seats = append(seats, kv[i])
+		}
+		if cursor = next; cursor == 0 {
+			return seats, nil
+		}
 	}
-	return seats, nil
 }
 
 // OrderVirtual sells seat to the active attempt (userID, seq) of a VIRTUAL

@@ -337,6 +337,24 @@ func TestPeopleAndCheckpoint(t *testing.T) {
 	if err != nil || ps[0] != (queue.Person{Nickname: "alice", FalseStarts: 2}) || ps[1] != (queue.Person{}) {
 		t.Errorf("People = %+v, %v", ps, err)
 	}
+	// Many people are read in pages, in order.
+	many := []string{"u1"}
+	for i := range 1200 {
+		u := "m" + strconv.Itoa(i)
+		if err := eng.NotePerson(ctx, "ev", u, "nick-"+u, false); err != nil {
+			t.Fatal(err)
+		}
+		many = append(many, u)
+	}
+	ps, err = eng.People(ctx, "ev", many...)
+	if err != nil || len(ps) != len(many) || ps[0].FalseStarts != 2 {
+		t.Fatalf("People of %d = %d, %v", len(many), len(ps), err)
+	}
+	for i, u := range many[1:] {
+		if ps[i+1].Nickname != "nick-"+u {
+			t.Fatalf("person %d (%s) = %+v", i+1, u, ps[i+1])
+		}
+	}
 	c := queue.CrowdCheckpoint{StreamID: "17-3", Admitted: 40, LeftWaiting: 2, CrowdSold: 31}
 	if err := eng.SaveCrowdCheckpoint(ctx, "ev", c); err != nil {
 		t.Fatal(err)
