@@ -185,18 +185,25 @@ func (s *Service) crowd(ctx context.Context, d Drop) (CrowdFigures, queue.JoinCo
 	return c, jc, nil
 }
 
-// Results returns the people who raced drop id, by place in line, and the
-// crowd's figures; CodeDropNotFound for an unknown id.
-func (s *Service) Results(ctx context.Context, id string) (Results, error) {
+// results loads drop id, its people's results by place in line and the
+// crowd's figures.
+func (s *Service) results(ctx context.Context, id string) (Drop, []Result, CrowdFigures, queue.JoinCounts, error) {
 	d, err := s.store.Drop(ctx, id)
 	if err != nil {
-		return Results{}, err
+		return Drop{}, nil, CrowdFigures{}, queue.JoinCounts{}, err
 	}
 	rs, err := s.store.Results(ctx, id)
 	if err != nil {
-		return Results{}, err
+		return Drop{}, nil, CrowdFigures{}, queue.JoinCounts{}, err
 	}
-	c, _, err := s.crowd(ctx, d)
+	c, jc, err := s.crowd(ctx, d)
+	return d, rs, c, jc, err
+}
+
+// Results returns the people who raced drop id, by place in line, and the
+// crowd's figures; CodeDropNotFound for an unknown id.
+func (s *Service) Results(ctx context.Context, id string) (Results, error) {
+	d, rs, c, _, err := s.results(ctx, id)
 	if err != nil {
 		return Results{}, err
 	}
@@ -222,21 +229,13 @@ type Mine struct {
 // MyResult returns userID's result in drop id: CodeDropNotFound for an
 // unknown drop, CodeResultNotFound when they did not race it.
 func (s *Service) MyResult(ctx context.Context, id, userID string) (Mine, error) {
-	d, err := s.store.Drop(ctx, id)
-	if err != nil {
-		return Mine{}, err
-	}
-	rs, err := s.store.Results(ctx, id)
+	d, rs, _, jc, err := s.results(ctx, id)
 	if err != nil {
 		return Mine{}, err
 	}
 	for i, r := range rs {
 		if r.UserID != userID {
 			continue
-		}
-		_, jc, err := s.crowd(ctx, d)
-		if err != nil {
-			return Mine{}, err
 		}
 		m := Mine{Entry: entry(i+1, r), Drop: id, Phase: d.Phase(s.now()), FalseStarts: r.FalseStarts}
 		if total := max(jc.Seq, r.Seq); total > 0 {
