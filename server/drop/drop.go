@@ -19,13 +19,6 @@ import (
 	"github.com/rushline/rushline/server/queue"
 )
 
-// Error codes of drops (API-next.md).
-const (
-	CodeDropNotFound     = queue.CodeDropNotFound
-	CodeScenarioNotFound = queue.CodeScenarioNotFound
-	CodeResultNotFound   = queue.CodeResultNotFound
-)
-
 // Limits of a drop (API-next.md).
 const (
 	MaxCrowd = 1_000_000

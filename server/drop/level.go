@@ -1,6 +1,7 @@
 package drop
 
 import (
+	"slices"
 	"time"
 
 	"github.com/rushline/rushline/simulator/scenario"
@@ -21,7 +22,7 @@ const (
 var Levels = []Level{LevelEasy, LevelNormal, LevelHard}
 
 // Valid reports whether l is a known level.
-func (l Level) Valid() bool { return l == LevelEasy || l == LevelNormal || l == LevelHard }
+func (l Level) Valid() bool { return slices.Contains(Levels, l) }
 
 // Behaviour is how a level's virtual users act: people, and a share of
 // macro-like users (scripts that press on a timer and pick a seat at once).

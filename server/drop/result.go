@@ -50,10 +50,10 @@ type Result struct {
 }
 
 // Store keeps drops and results durably (SQL in production). Drops are
-// unique by id; a duplicate create fails with CodeEventExists.
+// unique by id; a duplicate create fails with queue.CodeEventExists.
 type Store interface {
 	CreateDrop(ctx context.Context, d Drop) error
-	// Drop fails with CodeDropNotFound for an unknown id.
+	// Drop fails with queue.CodeDropNotFound for an unknown id.
 	Drop(ctx context.Context, id string) (Drop, error)
 	// OpenDrops lists the drops not finished, soonest opening first.
 	OpenDrops(ctx context.Context) ([]Drop, error)
@@ -71,7 +71,7 @@ type Store interface {
 	SaveResults(ctx context.Context, rs []Result) error
 	// Results lists a drop's results by place in line.
 	Results(ctx context.Context, dropID string) ([]Result, error)
-	// Result fails with CodeResultNotFound when the person did not race.
+	// Result fails with queue.CodeResultNotFound when the person did not race.
 	Result(ctx context.Context, dropID, userID string) (Result, error)
 	// Leaderboard lists up to limit results of drops opened from since (of
 	// one scenario unless ""), at most one per person, best first: a seat,

@@ -159,8 +159,8 @@ func New(eng *queue.Engine, catalog *queue.Catalog, store Store, replica string,
 
 func (s *Service) now() time.Time { return s.eng.Now().UTC() }
 
-// Scenarios lists the names of the scenarios a drop can use.
-func (s *Service) Scenarios() []string {
+// scenarioNames lists the names of the scenarios a drop can use.
+func (s *Service) scenarioNames() []string {
 	names := make([]string, len(s.scenarios))
 	for i, sc := range s.scenarios {
 		names[i] = sc.Name
@@ -176,7 +176,7 @@ func (s *Service) scenario(name string) (*scenario.Scenario, error) {
 		}
 	}
 	return nil, queue.Errorf(queue.CodeScenarioNotFound, "no scenario %q for drops; choose one of %s",
-		name, strings.Join(s.Scenarios(), ", "))
+		name, strings.Join(s.scenarioNames(), ", "))
 }
 
 // expectedCrowd is a scenario's own crowd: its expected arrivals.
@@ -246,7 +246,7 @@ func (s *Service) newDrop(id, schedule string, sc *scenario.Scenario, level Leve
 }
 
 // Create makes the drop an admin asked for: 400 on an invalid field, 404
-// CodeScenarioNotFound for an unknown scenario.
+// queue.CodeScenarioNotFound for an unknown scenario.
 func (s *Service) Create(ctx context.Context, r Request) (View, error) {
 	now := s.now()
 	if err := r.Validate(now); err != nil {

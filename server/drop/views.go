@@ -105,7 +105,7 @@ func (s *Service) List(ctx context.Context) ([]View, error) {
 	return out, nil
 }
 
-// Get returns one drop with its stats; CodeDropNotFound for an unknown id.
+// Get returns one drop with its stats; queue.CodeDropNotFound for an unknown id.
 func (s *Service) Get(ctx context.Context, id string) (View, error) {
 	d, err := s.store.Drop(ctx, id)
 	if err != nil {
@@ -201,7 +201,7 @@ func (s *Service) results(ctx context.Context, id string) (Drop, []Result, Crowd
 }
 
 // Results returns the people who raced drop id, by place in line, and the
-// crowd's figures; CodeDropNotFound for an unknown id.
+// crowd's figures; queue.CodeDropNotFound for an unknown id.
 func (s *Service) Results(ctx context.Context, id string) (Results, error) {
 	d, rs, c, _, err := s.results(ctx, id)
 	if err != nil {
@@ -226,8 +226,8 @@ type Mine struct {
 	FalseStarts int     `json:"false_starts"`
 }
 
-// MyResult returns userID's result in drop id: CodeDropNotFound for an
-// unknown drop, CodeResultNotFound when they did not race it.
+// MyResult returns userID's result in drop id: queue.CodeDropNotFound for an
+// unknown drop, queue.CodeResultNotFound when they did not race it.
 func (s *Service) MyResult(ctx context.Context, id, userID string) (Mine, error) {
 	d, rs, _, jc, err := s.results(ctx, id)
 	if err != nil {
