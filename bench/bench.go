@@ -67,7 +67,7 @@ func StartServer(ctx context.Context, bin, redisURL, dataDir string, log io.Writ
 	s, err := startProcess(ctx, "/readyz", log, func(addr string) []string {
 		return []string{bin, "--addr", addr, "--redis-url", redisURL, "--data", dataDir,
 			"--admin-key", k.Admin, "--simulator-key", k.Simulator, "--service-key", k.Service, "--jwt-secret", k.JWT,
-			"--log-format", "json"}
+			"--log-format", "json", "--drops", "off"} // no practice drop's crowd in the measurements
 	})
 	if s != nil {
 		s.Keys = k

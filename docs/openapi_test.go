@@ -702,6 +702,14 @@ func TestSchemaFields(t *testing.T) {
 		{"Practice", []string{"event", "opens_at", "bots"}, nil},
 		{"PracticeResult", []string{"got_seat", "bots"}, []string{"reaction_ms", "position_at_join", "bots_ahead", "wait_ms", "seat"}},
 		{"Error", []string{"error"}, nil},
+		// API-next.md, "Practice drops".
+		{"Drop", []string{"id", "event", "scenario", "level", "crowd", "seats", "opens_at", "phase", "people", "server_time"}, nil},
+		{"DropStats", []string{"waiting", "active", "sold", "seats_left", "people_joined", "crowd_joined"}, nil},
+		{"DropCreate", []string{"scenario", "opens_at"}, []string{"level", "crowd", "seats"}},
+		{"DropResults", []string{"phase", "people", "crowd"}, nil},
+		{"DropEntry", []string{"rank", "user_id", "nickname", "reaction_ms", "position", "outcome", "seat", "wait_ms"}, nil},
+		{"DropMine", []string{"rank", "position", "outcome", "percentile", "false_starts"}, nil},
+		{"Leaderboard", []string{"entries"}, nil},
 	} {
 		t.Run(c.schema, func(t *testing.T) {
 			s := mapAt(t, doc, doc, "components", "schemas", c.schema)

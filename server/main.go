@@ -15,6 +15,7 @@ import (
 
 	"github.com/rushline/rushline/internal/didyoumean"
 	"github.com/rushline/rushline/server/app"
+	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/server/ratelimit"
 	"github.com/rushline/rushline/web"
 )
@@ -47,6 +48,7 @@ func rootCmd() *cobra.Command {
 		cfg       app.Config
 		logFormat string
 		rateLimit string
+		drops     string
 	)
 	root := &cobra.Command{
 		Use:           "rushline-server",
@@ -70,6 +72,9 @@ func rootCmd() *cobra.Command {
 			if cfg.MaxStreams < 0 {
 				return fmt.Errorf("--max-streams must be 0 (derived) or more, got %d", cfg.MaxStreams)
 			}
+			if cfg.Drops, err = drop.ParseSchedules(drops); err != nil {
+				return fmt.Errorf("--drops: %w", err)
+			}
 			cfg.Logger, cfg.Web = log, web.FS()
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -91,6 +96,7 @@ func rootCmd() *cobra.Command {
 	f.StringVar(&cfg.Keys.JWTSecret, "jwt-secret", env("RUSHLINE_JWT_SECRET", ""), "session and queue-token signing secret ($RUSHLINE_JWT_SECRET)")
 	f.BoolVar(&cfg.TrustProxy, "trust-proxy", env("RUSHLINE_TRUST_PROXY", "") == "true", "take client addresses from X-Forwarded-For ($RUSHLINE_TRUST_PROXY=true)")
 	f.StringVar(&rateLimit, "rate-limit", env("RUSHLINE_RATE_LIMIT", "off"), `per-client-IP limits shared through Redis ($RUSHLINE_RATE_LIMIT): "off", a bare RATE/PERIOD[:BURST] for every route, or ROUTE=LIMIT items, e.g. "join=5/s:10,status=2/s:5,seats=2/s"; routes: sessions, join, status, stream, leave, seats, orders, practice`)
+	f.StringVar(&drops, "drops", env("RUSHLINE_DROPS", drop.DefaultSchedules), `practice drop schedules ($RUSHLINE_DROPS): "off", or schedules separated by ";", each "every=5m" or "at=20:00" (UTC) with optional scenario=, level=easy|normal|hard, crowd=, seats=, name=`)
 	f.StringVar(&cfg.BindDevice, "bind-device", env("RUSHLINE_BIND_DEVICE", "off"), "one live place per event per device for ACTUAL users ($RUSHLINE_BIND_DEVICE): off, cookie (the session's device cookie) or ip (the client address)")
 	f.IntVar(&cfg.MaxStreams, "max-streams", 0, "most streams (queue and stats) open at once, beyond which a stream answers 503 ($RUSHLINE_MAX_STREAMS); 0 keeps a quarter of the descriptor limit for everything else and allows the rest")
 	f.StringVar(&cfg.Embedded, "embedded", env("RUSHLINE_EMBEDDED", ""), "zero-config Redis when --redis-url is empty: redis-server or miniredis (default: redis-server if on PATH, else miniredis)")

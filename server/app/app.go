@@ -26,6 +26,7 @@ import (
 	"github.com/rushline/rushline/server/admission"
 	"github.com/rushline/rushline/server/audit"
 	"github.com/rushline/rushline/server/auth"
+	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/server/httpapi"
 	"github.com/rushline/rushline/server/metrics"
 	"github.com/rushline/rushline/server/practice"
@@ -68,6 +69,10 @@ type Config struct {
 	// MaxStreams is the most streams open at once (--max-streams); 0 derives
 	// it from the descriptor limit (httpapi.DefaultStreamCeiling).
 	MaxStreams int
+	// Drops are the schedules of practice drops (--drops); none when empty.
+	Drops []drop.Schedule
+	// DropScenarios replaces the embedded scenarios drops use, when set.
+	DropScenarios []*scenario.Scenario
 }
 
 // Server is a running rushline server.
@@ -228,9 +233,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cleanup()
 		return nil, err
 	}
+	dopts := []drop.Option{drop.WithSchedules(cfg.Drops...), drop.WithLogger(log), drop.WithForgetter(m)}
+	if len(cfg.DropScenarios) > 0 {
+		dopts = append(dopts, drop.WithScenarios(cfg.DropScenarios...))
+	}
+	drops, err := drop.New(eng, catalog, db, cfg.Replica, dopts...)
+	if err != nil {
+		_ = ln.Close()
+		cleanup()
+		return nil, err
+	}
 	api := httpapi.New(httpapi.Deps{
 		Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
-		TrustProxy: cfg.TrustProxy, Practice: races, Limiter: limiter(rdb, cfg.RateLimit, log),
+		TrustProxy: cfg.TrustProxy, Practice: races, Drops: drops, Limiter: limiter(rdb, cfg.RateLimit, log),
 		BindDevice: cfg.BindDevice, Priority: queue.NewPriority(db, eng), StreamCeiling: streamCeiling(cfg.MaxStreams, log),
 		Ready: map[string]func(context.Context) error{
 			"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
@@ -251,6 +266,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	wg.Go(func() { audit.New(eng, db, cfg.Replica, log, audit.WithObserver(m)).Run(workCtx) })
 	wg.Go(func() { keeper.Run(workCtx) })
+	wg.Go(func() { drops.Run(workCtx) })
 
 	s := &Server{Addr: ln.Addr().String(), KeysPath: keysPath, Keys: keys, Engine: eng, done: make(chan error, 1)}
 	serveErr := make(chan error, 1)

@@ -126,10 +126,11 @@ func freeAddr(tb testing.TB) string {
 
 // MustProc starts the binary as one replica on redisURL and databaseURL with
 // keys, waits until it answers /readyz, and kills it in Cleanup. The child
-// dies with the test process (Pdeathsig).
-func MustProc(tb testing.TB, bin, redisURL, databaseURL string, keys auth.Keys) *proc {
+// dies with the test process (Pdeathsig). It runs no drop schedule unless
+// extra flags (added last, so they win) give one.
+func MustProc(tb testing.TB, bin, redisURL, databaseURL string, keys auth.Keys, extra ...string) *proc {
 	tb.Helper()
-	return MustProcWith(tb, nil, bin, redisURL, databaseURL, keys)
+	return MustProcWith(tb, nil, bin, redisURL, databaseURL, keys, extra...)
 }
 
 // MustProcWith is MustProc with the command line run under wrap (e.g.
@@ -139,7 +140,7 @@ func MustProcWith(tb testing.TB, wrap []string, bin, redisURL, databaseURL strin
 	addr := freeAddr(tb)
 	args := slices.Concat(wrap, []string{bin, "--addr", addr, "--redis-url", redisURL, "--database-url", databaseURL,
 		"--data", tb.TempDir(), "--admin-key", keys.Admin, "--simulator-key", keys.Simulator,
-		"--service-key", keys.Service, "--jwt-secret", keys.JWTSecret}, extra)
+		"--service-key", keys.Service, "--jwt-secret", keys.JWTSecret, "--drops", "off"}, extra)
 	cmd := exec.Command(args[0], args[1:]...)
 	p := &proc{cmd: cmd, base: "http://" + addr, done: make(chan struct{}), log: &bytes.Buffer{}, mu: &sync.Mutex{}}
 	cmd.Stdout = lockedWriter{p.mu, p.log}
@@ -176,12 +177,12 @@ func MustProcWith(tb testing.TB, wrap []string, bin, redisURL, databaseURL strin
 }
 
 // MustProcs starts n replicas with MustProc and returns them and their base URLs.
-func MustProcs(tb testing.TB, n int, bin, redisURL, databaseURL string, keys auth.Keys) ([]*proc, []string) {
+func MustProcs(tb testing.TB, n int, bin, redisURL, databaseURL string, keys auth.Keys, extra ...string) ([]*proc, []string) {
 	tb.Helper()
 	procs := make([]*proc, n)
 	bases := make([]string, n)
 	for i := range procs {
-		procs[i] = MustProc(tb, bin, redisURL, databaseURL, keys)
+		procs[i] = MustProc(tb, bin, redisURL, databaseURL, keys, extra...)
 		bases[i] = procs[i].base
 	}
 	return procs, bases

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rushline/rushline/server/auth"
+	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/server/httpapi"
 	"github.com/rushline/rushline/server/metrics"
 	"github.com/rushline/rushline/server/push"
@@ -81,6 +82,8 @@ type Fixture struct {
 	Clock   *Clock
 	// Push is the SSE hub, on a Redis client of its own.
 	Push *push.Hub
+	// Drops is the practice drop service (FixtureOptions.Drops), or nil.
+	Drops *drop.Service
 }
 
 // testQueueTokenKey signs the queue tokens of every fixture.
@@ -108,6 +111,9 @@ type FixtureOptions struct {
 	StreamCeiling int
 	// Dialect is its SQL store's (store.DialectSQLite when empty).
 	Dialect string
+	// Drops, when not nil, serves practice drops with a drop service made
+	// with these options (its Run loop not started: no crowd plays).
+	Drops []drop.Option
 }
 
 // MustServer starts a fixture; redis options (e.g. redistest.AppendOnly)
@@ -138,9 +144,17 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	hubOpts := append([]push.Option{push.WithTick(testPushTick), push.WithPositionEvery(testPushTick),
 		push.WithObserver(m), push.WithLogger(quiet)}, o.Push...)
 	hub := push.New(queue.New(tails, testQueueTokenKey, queue.WithClock(clk.Now)), hubOpts...)
+	catalog := queue.NewCatalog(st, eng)
+	var drops *drop.Service
+	if o.Drops != nil {
+		if drops, err = drop.New(eng, catalog, st, "fixture", append([]drop.Option{drop.WithLogger(quiet)}, o.Drops...)...); err != nil {
+			tb.Fatalf("drops: %v", err)
+		}
+	}
 	api := httpapi.New(httpapi.Deps{
+		Drops:   drops,
 		Engine:  eng,
-		Catalog: queue.NewCatalog(st, eng),
+		Catalog: catalog,
 		Signer:  signer,
 		Keys:    testKeys,
 		Metrics: m,
@@ -165,6 +179,7 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	return &Fixture{
 		URL: srv.URL, HTTP: srv, API: api, Client: client, Redis: p, RDB: rdb, Store: st,
 		Engine: eng, Catalog: api.Catalog, Signer: signer, Keys: testKeys, Metrics: m, Clock: clk, Push: hub,
+		Drops: drops,
 	}
 }
 

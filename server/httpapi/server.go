@@ -18,6 +18,7 @@ import (
 
 	"github.com/rushline/rushline/docs"
 	"github.com/rushline/rushline/server/auth"
+	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/server/metrics"
 	"github.com/rushline/rushline/server/practice"
 	"github.com/rushline/rushline/server/push"
@@ -56,6 +57,8 @@ type Deps struct {
 	// stream beyond it answers 503. 0 sets none; the app derives it from the
 	// descriptor limit (DefaultStreamCeiling).
 	StreamCeiling int
+	// Drops runs practice drops; nil answers their routes with 503.
+	Drops *drop.Service
 }
 
 // Server routes the API. Safe for concurrent use.
@@ -110,7 +113,7 @@ func New(d Deps) *Server {
 	v1.POST("/sessions", s.createSession)
 	v1.GET("/events", s.listEvents)
 	v1.GET("/events/:event", s.getEvent)
-	v1.POST("/events/:event/queue", s.practiceGuard, s.join)
+	v1.POST("/events/:event/queue", s.practiceGuard, s.dropJoin, s.join)
 	v1.GET("/events/:event/queue/:token", s.status)
 	v1.DELETE("/events/:event/queue/:token", s.leave)
 	v1.GET("/events/:event/queue/:token/stream", s.stream)
@@ -126,6 +129,12 @@ func New(d Deps) *Server {
 	pr.GET("/leaderboard", s.practiceLeaderboard)
 	pr.GET("/:event/live", s.practiceLive)
 	pr.GET("/:event/result", s.practiceResult)
+	dr := v1.Group("", s.dropsReady)
+	dr.GET("/drops", s.listDrops)
+	dr.GET("/drops/:drop", s.getDrop)
+	dr.GET("/drops/:drop/results", s.dropResults)
+	dr.GET("/drops/:drop/results/me", s.myDropResult)
+	dr.GET("/leaderboard", s.leaderboard)
 
 	admin := v1.Group("/admin", s.requireAdmin, s.params)
 	admin.POST("/events", s.createEvent)
@@ -138,6 +147,7 @@ func New(d Deps) *Server {
 	admin.DELETE("/events/:event/priority/users/:user", s.revokePriorityUser)
 	admin.DELETE("/events/:event/priority/codes/:code", s.revokePriorityCode)
 	admin.GET("/events/:event/admissions", s.admissions)
+	admin.POST("/drops", s.dropsReady, s.createDrop)
 
 	// Profiles for operators, behind the admin key.
 	prof := r.Group("/debug/pprof", s.requireAdmin)

@@ -34,7 +34,9 @@ func keysUsed(code string, helpers map[string]string) map[string]bool {
 	var walk func(code string)
 	walk = func(code string) {
 		for _, v := range luaKeyVar.FindAllString(code, -1) {
-			used[v] = true
+			if slices.Contains(keyVars[:], v) { // not a script's own local
+				used[v] = true
+			}
 		}
 		for name, body := range helpers {
 			if !seen[name] && regexp.MustCompile(`\b`+name+`\(`).MatchString(code) {
@@ -76,6 +78,14 @@ func TestScriptsDeclareTheKeysTheyUse(t *testing.T) {
 			b, err := os.ReadFile(file)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if !strings.Contains(string(b), "-- KEYS:") {
+				// A standalone script (run without lib.lua, on keys of its
+				// own) must not touch the event's keys.
+				if used := keysUsed(luaCode(string(b)), helpers); len(used) > 0 {
+					t.Errorf("no KEYS header, but the script uses %v", slices.Sorted(maps.Keys(used)))
+				}
+				return
 			}
 			var declared []string
 			for _, k := range headerKeys(string(b)) {

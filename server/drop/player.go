@@ -1,0 +1,494 @@
+package drop
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rushline/rushline/server/queue"
+)
+
+// Bounds on one player step, so that joins, reads and purchases take turns
+// even while the player catches up.
+const (
+	maxChunksPerStep = 40
+	maxOrdersPerStep = 200
+	recordsPerRead   = 1000
+	maxReadsPerStep  = 5
+	// seatTries is how many seats a virtual user tries in one go when the
+	// ones it picks turn out taken.
+	seatTries = 8
+)
+
+// errLostLease stops a player whose lease another replica holds now.
+var errLostLease = errors.New("drop: the crowd lease went to another replica")
+
+// buyer is an admitted virtual user that will order once its think time
+// has passed.
+type buyer struct {
+	at   time.Time
+	user string
+	seq  int64
+	seed uint64
+}
+
+type buyers []buyer
+
+func (b buyers) Len() int           { return len(b) }
+func (b buyers) Less(i, j int) bool { return b[i].at.Before(b[j].at) }
+func (b buyers) Swap(i, j int)      { b[i], b[j] = b[j], b[i] }
+func (b *buyers) Push(x any)        { *b = append(*b, x.(buyer)) }
+func (b *buyers) Pop() any {
+	old := *b
+	x := old[len(old)-1]
+	*b = old[:len(old)-1]
+	return x
+}
+
+// person is a Result the player keeps up to date.
+type person struct {
+	Result
+	dirty bool
+	named bool
+}
+
+// player plays one drop's crowd while its replica holds the lease: it
+// joins the crowd on the plan, reads the event's records to follow the
+// people and the crowd's admissions, has admitted virtual users buy after
+// their think time, keeps the people's results in SQL and finishes the
+// drop. Its memory is the plan's grid, the admitted-but-not-bought users,
+// the seat map and the people: O(active), not O(crowd). Not safe for
+// concurrent use; run one per drop per replica.
+type player struct {
+	s      *Service
+	d      Drop
+	ev     queue.Event
+	plan   *Plan
+	prefix string
+
+	cursor  int64
+	ck      queue.CrowdCheckpoint
+	pending buyers
+	queued  map[string]bool
+	seats   *seatMap
+	people  map[string]*person
+	soldOut bool
+	paused  bool
+	flushed time.Time
+	renewed time.Time
+}
+
+func (s *Service) newPlayer(d Drop) *player {
+	return &player{s: s, d: d, prefix: VirtualPrefix(d.ID), queued: map[string]bool{}, people: map[string]*person{}}
+}
+
+// run plays until the drop is finished (nil), the lease is lost, ctx ends
+// or a step fails.
+func (p *player) run(ctx context.Context) error {
+	if err := p.load(ctx); err != nil {
+		return err
+	}
+	for {
+		if err := p.step(ctx); err != nil {
+			return err
+		}
+		if done, err := p.finished(ctx); err != nil || done {
+			return err
+		}
+		if !sleep(ctx, p.s.tick) {
+			return ctx.Err()
+		}
+	}
+}
+
+// load picks the drop up where Redis and SQL say it is.
+func (p *player) load(ctx context.Context) error {
+	s := p.s
+	ev, err := s.eng.Event(ctx, p.d.Event)
+	if err != nil {
+		return err
+	}
+	p.ev, p.paused = ev, ev.Paused
+	if p.plan, err = s.plan(p.d); err != nil {
+		return err
+	}
+	st, err := s.eng.CrowdState(ctx, p.d.Event)
+	if err != nil {
+		return err
+	}
+	p.cursor, p.ck = st.Cursor, st.CrowdCheckpoint
+	p.seats = newSeatMap(p.d.Seats)
+	sold, err := s.eng.SeatsTaken(ctx, p.d.Event)
+	if err != nil {
+		return err
+	}
+	for _, seat := range sold {
+		p.seats.mark(seat)
+	}
+	p.soldOut = p.seats.full()
+	rs, err := s.store.Results(ctx, p.d.ID)
+	if err != nil {
+		return err
+	}
+	for _, r := range rs {
+		p.people[r.UserID] = &person{Result: r, named: true}
+	}
+	// Admitted before a crash: their admitted records may lie before the
+	// checkpoint.
+	active, err := s.eng.ActiveWithPrefix(ctx, p.d.Event, p.prefix)
+	if err != nil {
+		return err
+	}
+	for _, a := range active {
+		p.admitted(a.UserID, a.Seq, a.At)
+	}
+	p.renewed = time.Now()
+	p.flushed = time.Now()
+	return nil
+}
+
+// step does what is due: renew the lease, join the crowd, read records,
+// buy, and write the results.
+func (p *player) step(ctx context.Context) error {
+	s := p.s
+	if time.Since(p.renewed) >= s.lease/3 {
+		held, err := s.eng.HoldCrowdLease(ctx, p.d.Event, s.replica, s.lease)
+		if err != nil {
+			return err
+		}
+		if !held {
+			return errLostLease
+		}
+		p.renewed = time.Now()
+	}
+	now := s.now()
+	if !now.Before(p.d.OpensAt) {
+		if err := p.join(ctx, now); err != nil {
+			return err
+		}
+	}
+	if err := p.read(ctx, maxReadsPerStep); err != nil {
+		return err
+	}
+	if err := p.buy(ctx, now); err != nil {
+		return err
+	}
+	if p.soldOut && !p.paused {
+		// Sold out: promoting the rest of the line would only hand out
+		// windows nobody can buy with.
+		if _, err := s.catalog.Update(ctx, p.d.Event, func(ev *queue.Event) { ev.Paused = true }); err != nil {
+			return err
+		}
+		p.paused = true
+	}
+	if time.Since(p.flushed) >= s.flush {
+		return p.save(ctx)
+	}
+	return nil
+}
+
+// join puts in line the virtual users due by now.
+func (p *player) join(ctx context.Context, now time.Time) error {
+	due := int64(p.plan.Due(now.Sub(p.d.OpensAt)))
+	for range maxChunksPerStep {
+		if p.cursor >= due {
+			return nil
+		}
+		n := int(min(due-p.cursor, int64(p.s.chunk)))
+		res, err := p.s.eng.JoinCrowd(ctx, p.d.Event, p.s.replica, p.prefix, p.cursor, n)
+		if err != nil {
+			return err
+		}
+		if res.Follower {
+			return errLostLease
+		}
+		p.cursor = res.Cursor
+	}
+	return nil
+}
+
+// read follows the event's records, up to pages pages.
+func (p *player) read(ctx context.Context, pages int) error {
+	for range pages {
+		recs, err := p.s.eng.Records(ctx, p.d.Event, p.ck.StreamID, recordsPerRead)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			p.record(r)
+			p.ck.StreamID = r.ID
+		}
+		if len(recs) < recordsPerRead {
+			return nil
+		}
+	}
+	return nil
+}
+
+// record applies one record. Replaying records after the checkpoint (a
+// resumed player) changes nothing: every change is keyed by the attempt.
+func (p *player) record(r queue.Record) {
+	crowd := strings.HasPrefix(r.UserID, p.prefix)
+	switch r.Kind {
+	case queue.RecordAdmitted:
+		p.ck.Admitted++
+	case queue.RecordLeft:
+		if r.WasWaiting {
+			p.ck.LeftWaiting++
+		}
+	case queue.RecordDone:
+		p.seats.mark(r.Seat)
+		p.soldOut = p.soldOut || p.seats.full()
+		if crowd {
+			p.ck.CrowdSold++
+		}
+	}
+	if crowd {
+		switch r.Kind {
+		case queue.RecordAdmitted:
+			p.admitted(r.UserID, r.Seq, r.At)
+		case queue.RecordDone, queue.RecordExpired, queue.RecordLeft:
+			delete(p.queued, r.UserID) // its entry in pending is skipped when due
+		}
+		return
+	}
+	if queue.TypeOf(r.UserID) != queue.UserActual {
+		return // a simulator bot joined over HTTP
+	}
+	p.person(r)
+}
+
+// person applies one of a person's records.
+func (p *player) person(r queue.Record) {
+	x := p.people[r.UserID]
+	if x == nil {
+		if r.Kind != queue.RecordJoined {
+			return // an attempt from before the drop's results were kept
+		}
+		x = &person{Result: Result{DropID: p.d.ID, UserID: r.UserID, Seq: r.Seq,
+			Position: r.Seq - p.ck.Admitted - p.ck.LeftWaiting, JoinedAt: r.At, Reaction: r.At.Sub(p.d.OpensAt),
+			Outcome: OutcomeWaiting, Scenario: p.d.Scenario, OpensAt: p.d.OpensAt}}
+		p.people[r.UserID] = x
+	}
+	bought := x.Seat != ""
+	switch r.Kind {
+	case queue.RecordJoined:
+		if r.Seq <= x.Attempt {
+			return
+		}
+		x.Attempt, x.AttemptAt = r.Seq, r.At
+		if !bought {
+			x.Outcome = OutcomeWaiting
+		}
+	case queue.RecordAdmitted:
+		if r.Seq != x.Attempt || bought {
+			return
+		}
+		at, wait := r.At, r.At.Sub(x.AttemptAt)
+		x.AdmittedAt, x.Wait = &at, &wait
+	case queue.RecordDone:
+		if bought {
+			return
+		}
+		idx, _ := queue.SeatIndex(p.d.Seats, r.Seat)
+		after := r.At.Sub(p.d.OpensAt)
+		x.Seat, x.SeatRow, x.Bought, x.Outcome = r.Seat, idx/queue.RowWidth(p.d.Seats), &after, OutcomeSeat
+	case queue.RecordExpired, queue.RecordLeft:
+		if r.Seq != x.Attempt || bought {
+			return
+		}
+		x.Outcome = OutcomeExpired
+		if r.Kind == queue.RecordLeft {
+			x.Outcome = OutcomeLeft
+		}
+	default:
+		return
+	}
+	x.dirty = true
+}
+
+// admitted schedules an admitted virtual user's order after its think time.
+func (p *player) admitted(user string, seq int64, at time.Time) {
+	if p.queued[user] || p.soldOut {
+		return
+	}
+	k, err := strconv.Atoi(strings.TrimPrefix(user, p.prefix))
+	if err != nil || k < 0 || k >= p.plan.Size() {
+		return
+	}
+	u := p.plan.User(k)
+	p.queued[user] = true
+	heap.Push(&p.pending, buyer{at: at.Add(u.Think), user: user, seq: seq, seed: u.Seed})
+}
+
+// buy has the virtual users whose think time is over order a seat.
+func (p *player) buy(ctx context.Context, now time.Time) error {
+	for range maxOrdersPerStep {
+		if len(p.pending) == 0 || p.pending[0].at.After(now) {
+			return nil
+		}
+		b := heap.Pop(&p.pending).(buyer)
+		if !p.queued[b.user] {
+			continue
+		}
+		delete(p.queued, b.user)
+		if p.soldOut {
+			continue
+		}
+		if err := p.order(ctx, b); err != nil {
+			// Try again at the next step.
+			p.queued[b.user] = true
+			heap.Push(&p.pending, b)
+			return err
+		}
+	}
+	return nil
+}
+
+// order buys one seat for b, picking again when a seat turns out taken.
+func (p *player) order(ctx context.Context, b buyer) error {
+	r := rand.New(rand.NewPCG(b.seed, uint64(b.seq)))
+	for range seatTries {
+		seat, ok := p.seats.pick(r)
+		if !ok {
+			p.soldOut = true
+			return nil
+		}
+		_, err := p.s.eng.OrderVirtual(ctx, p.ev, b.user, b.seq, seat)
+		switch queue.ErrorCode(err) {
+		case "":
+			p.seats.mark(seat)
+			p.soldOut = p.seats.full()
+			return nil
+		case queue.CodeSeatTaken:
+			p.seats.mark(seat)
+		case queue.CodeSoldOut:
+			p.soldOut = true
+			return nil
+		case queue.CodeNotActive, queue.CodeTokenNotFound:
+			return nil // its window ran out while it thought
+		default:
+			return err
+		}
+	}
+	return nil
+}
+
+// save writes the changed results, then the checkpoint they reach: a
+// player resumed from the checkpoint redoes what it must and no more.
+func (p *player) save(ctx context.Context) error {
+	var dirty []*person
+	var unnamed []string
+	for _, x := range p.people {
+		if p.soldOut && x.Outcome == OutcomeWaiting {
+			x.Outcome, x.dirty = OutcomeSoldOut, true
+		}
+		if !x.named {
+			unnamed = append(unnamed, x.UserID)
+		}
+		if x.dirty || !x.named {
+			dirty = append(dirty, x)
+		}
+	}
+	if len(unnamed) > 0 {
+		ps, err := p.s.eng.People(ctx, p.d.Event, unnamed...)
+		if err != nil {
+			return err
+		}
+		for i, u := range unnamed {
+			x := p.people[u]
+			if ps[i].Nickname != "" {
+				x.Nickname = ps[i].Nickname
+			}
+			x.FalseStarts, x.named = max(x.FalseStarts, ps[i].FalseStarts), true
+		}
+	}
+	rs := make([]Result, len(dirty))
+	for i, x := range dirty {
+		rs[i] = x.Result
+	}
+	if err := p.s.store.SaveResults(ctx, rs); err != nil {
+		return err
+	}
+	for _, x := range dirty {
+		x.dirty = false
+	}
+	if err := p.s.eng.SaveCrowdCheckpoint(ctx, p.d.Event, p.ck); err != nil {
+		return err
+	}
+	p.flushed = time.Now()
+	return nil
+}
+
+// finished finishes the drop when its crowd has all joined and it is sold
+// out, or closed with nobody waiting or active (or long past its close).
+func (p *player) finished(ctx context.Context) (bool, error) {
+	if p.cursor < int64(p.d.Crowd) {
+		return false, nil
+	}
+	now := p.s.now()
+	if !p.soldOut {
+		if now.Before(p.d.ClosesAt) {
+			return false, nil
+		}
+		st, err := p.s.eng.Stats(ctx, p.ev)
+		if err != nil {
+			return false, err
+		}
+		grace := 2*time.Duration(p.ev.ActiveTTLS)*time.Second + time.Minute
+		if st.Waiting+st.Active > 0 && now.Before(p.d.ClosesAt.Add(grace)) {
+			return false, nil
+		}
+	}
+	return true, p.finish(ctx, now)
+}
+
+// finish reads the last records, writes every result and the drop's final
+// figures, and closes the event.
+func (p *player) finish(ctx context.Context, now time.Time) error {
+	s := p.s
+	if err := p.read(ctx, 1<<20); err != nil {
+		return err
+	}
+	for _, x := range p.people {
+		x.named, x.dirty = false, true // false starts may have grown since the join
+	}
+	if err := p.save(ctx); err != nil {
+		return err
+	}
+	st, err := s.eng.Stats(ctx, p.ev)
+	if err != nil {
+		return err
+	}
+	joins, err := s.eng.JoinCounts(ctx, p.d.Event)
+	if err != nil {
+		return err
+	}
+	f := Final{FinishedAt: now, SoldOut: p.soldOut, Sold: st.Sold, PeopleJoined: joins.Joined - p.cursor,
+		Joined: joins.Seq, CrowdJoined: p.cursor, CrowdSold: p.ck.CrowdSold}
+	n := int(p.cursor)
+	f.CrowdP50, f.CrowdP90, f.CrowdP99 = p.plan.ReactionQuantile(n, 0.5), p.plan.ReactionQuantile(n, 0.9), p.plan.ReactionQuantile(n, 0.99)
+	// Closed first: a drop recorded as finished takes no more joins.
+	closes := now.Add(time.Second)
+	_, err = s.catalog.Update(ctx, p.d.Event, func(ev *queue.Event) {
+		ev.Paused = true
+		if ev.ClosesAt == nil || ev.ClosesAt.After(closes) {
+			ev.ClosesAt = &closes
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("drop: close %s: %w", p.d.Event, err)
+	}
+	if err := s.store.FinishDrop(ctx, p.d.ID, f); err != nil {
+		return err
+	}
+	_ = s.eng.ReleaseCrowdLease(ctx, p.d.Event, s.replica)
+	s.log.Info("drop finished", "drop", p.d.ID, "sold_out", f.SoldOut, "sold", f.Sold, "people", f.PeopleJoined,
+		"crowd", f.CrowdJoined, "crowd_sold", f.CrowdSold)
+	return nil
+}

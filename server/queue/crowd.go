@@ -1,0 +1,328 @@
+package queue
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed lua/crowd_join.lua
+	luaCrowdJoin string
+	//go:embed lua/crowd_lease.lua
+	luaCrowdLease string
+
+	scriptCrowdJoin  = script(luaCrowdJoin)
+	scriptCrowdLease = redis.NewScript(luaCrowdLease)
+)
+
+// MaxCrowdChunk is the most virtual users one JoinCrowd call may put in
+// line. Each costs Redis about 2.2 µs (BenchmarkJoinCrowd, on a line past a
+// million), so a full chunk runs about 1.1 ms: under the 2 ms bound.
+const MaxCrowdChunk = 500
+
+// CrowdKeys returns the Redis keys a practice drop adds to its event, in the
+// event's slot: the crowd hash (cursor and the player's checkpoint), the
+// crowd lease, and the people hash (nicknames and false starts).
+func CrowdKeys(eventID string) []string {
+	p := "rl:{ev:" + eventID + "}:"
+	return []string{p + "crowd", p + "cl", p + "people"}
+}
+
+// Key indexes into CrowdKeys.
+const (
+	keyCrowd = iota
+	keyCrowdLease
+	keyPeople
+)
+
+// crowdJoinKeys are crowd_join.lua's keys: the event's, then the crowd hash
+// and the lease last.
+func crowdJoinKeys(eventID string) []string {
+	return append(scriptCrowdJoin.keysOf(eventID), CrowdKeys(eventID)[:keyPeople]...)
+}
+
+// CrowdJoin is the outcome of one JoinCrowd call.
+type CrowdJoin struct {
+	// Cursor is how many of the crowd have joined after the call.
+	Cursor int64
+	// FirstSeq is the arrival number of the first user the call joined.
+	FirstSeq int64
+	// Moved is set when the cursor was not where the caller expected; then
+	// nothing changed and Cursor says where it is.
+	Moved bool
+	// Follower is set, with nothing changed, when replica does not hold the
+	// crowd's lease.
+	Follower bool
+}
+
+// JoinCrowd puts virtual users cursor to cursor+n−1 of a drop's crowd in
+// line, behind everyone waiting, as users prefix+index, if replica holds the
+// crowd's lease and cursor is how many have joined. The cursor moves in the
+// same script, so no index joins twice, even when two players overlap or one
+// resumes after a crash. n is 1 to MaxCrowdChunk.
+func (e *Engine) JoinCrowd(ctx context.Context, eventID, replica, prefix string, cursor int64, n int) (CrowdJoin, error) {
+	if n < 1 || n > MaxCrowdChunk {
+		return CrowdJoin{}, fmt.Errorf("queue: join crowd %s: %d users, want 1 to %d", eventID, n, MaxCrowdChunk)
+	}
+	r, err := scriptCrowdJoin.Run(ctx, e.rdb, crowdJoinKeys(eventID), e.now().UnixMilli(), e.maxLen,
+		replica, cursor, n, prefix).Slice()
+	if err != nil {
+		return CrowdJoin{}, fmt.Errorf("queue: join crowd %s: %w", eventID, storeErr(ctx, err))
+	}
+	switch code := r[0].(string); code {
+	case "OK":
+		return CrowdJoin{Cursor: toInt(r[1]), FirstSeq: toInt(r[2])}, nil
+	case "MOVED":
+		return CrowdJoin{Cursor: toInt(r[1]), Moved: true}, nil
+	case "FOLLOWER":
+		return CrowdJoin{Cursor: cursor, Follower: true}, nil
+	case string(CodeEventNotOpen):
+		return CrowdJoin{}, Errorf(CodeEventNotOpen, "event %q is not open yet", eventID)
+	case string(CodeUnavailable):
+		return CrowdJoin{}, Errorf(CodeUnavailable, "event %q has used the seqs reserved for it; joins resume when SQL reserves more", eventID)
+	default:
+		return CrowdJoin{}, e.lookupErr(ctx, code, eventID)
+	}
+}
+
+// HoldCrowdLease claims or renews, for ttl, replica's lease on the crowd of
+// eventID; false when another replica holds it.
+func (e *Engine) HoldCrowdLease(ctx context.Context, eventID, replica string, ttl time.Duration) (bool, error) {
+	n, err := scriptCrowdLease.Run(ctx, e.rdb, CrowdKeys(eventID)[keyCrowdLease:keyCrowdLease+1], replica,
+		max(ttl.Milliseconds(), 1)).Int()
+	if err != nil {
+		return false, fmt.Errorf("queue: crowd lease %s: %w", eventID, storeErr(ctx, err))
+	}
+	return n == 1, nil
+}
+
+// ReleaseCrowdLease gives replica's crowd lease up, if it holds it, so
+// another replica may take over at once.
+func (e *Engine) ReleaseCrowdLease(ctx context.Context, eventID, replica string) error {
+	err := scriptCrowdLease.Run(ctx, e.rdb, CrowdKeys(eventID)[keyCrowdLease:keyCrowdLease+1], replica, 0).Err()
+	if err != nil {
+		return fmt.Errorf("queue: crowd lease %s: %w", eventID, storeErr(ctx, err))
+	}
+	return nil
+}
+
+// CrowdCheckpoint is how far a drop's player has read the event's records,
+// with the counts it keeps from them. It is written as a whole, so a player
+// that resumes from it reads on with consistent counts.
+type CrowdCheckpoint struct {
+	// StreamID is the last record read ("" for none).
+	StreamID string
+	// Admitted and LeftWaiting count the admissions and the leaves from the
+	// line up to StreamID.
+	Admitted    int64
+	LeftWaiting int64
+	// CrowdSold counts the seats the crowd bought up to StreamID.
+	CrowdSold int64
+}
+
+// CrowdState is a drop's crowd as Redis holds it.
+type CrowdState struct {
+	// Cursor is how many of the crowd have joined.
+	Cursor int64
+	CrowdCheckpoint
+}
+
+// CrowdState reads the crowd's cursor and its player's checkpoint.
+func (e *Engine) CrowdState(ctx context.Context, eventID string) (CrowdState, error) {
+	v, err := e.rdb.HMGet(ctx, CrowdKeys(eventID)[keyCrowd], "cursor", "sid", "adm", "lw", "csold").Result()
+	if err != nil {
+		return CrowdState{}, fmt.Errorf("queue: crowd %s: %w", eventID, storeErr(ctx, err))
+	}
+	sid, _ := v[1].(string)
+	return CrowdState{Cursor: toInt(v[0]), CrowdCheckpoint: CrowdCheckpoint{StreamID: sid, Admitted: toInt(v[2]),
+		LeftWaiting: toInt(v[3]), CrowdSold: toInt(v[4])}}, nil
+}
+
+// SaveCrowdCheckpoint stores the player's checkpoint; the cursor is the
+// crowd join's alone.
+func (e *Engine) SaveCrowdCheckpoint(ctx context.Context, eventID string, c CrowdCheckpoint) error {
+	err := e.rdb.HSet(ctx, CrowdKeys(eventID)[keyCrowd], "sid", c.StreamID, "adm", c.Admitted, "lw", c.LeftWaiting,
+		"csold", c.CrowdSold).Err()
+	if err != nil {
+		return fmt.Errorf("queue: crowd checkpoint %s: %w", eventID, storeErr(ctx, err))
+	}
+	return nil
+}
+
+// JoinCounts are an event's arrival counts.
+type JoinCounts struct {
+	// Joined counts every join (attempts, the crowd's included).
+	Joined int64
+	// Seq is the last arrival number handed out.
+	Seq int64
+}
+
+// JoinCounts reads how many have joined eventID.
+func (e *Engine) JoinCounts(ctx context.Context, eventID string) (JoinCounts, error) {
+	k := Keys(eventID)
+	var (
+		joined *redis.StringCmd
+		seq    *redis.StringCmd
+	)
+	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		joined = p.HGet(ctx, k[keyCounters], "joined")
+		seq = p.Get(ctx, k[keySeq])
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return JoinCounts{}, storeErr(ctx, err)
+	}
+	j, _ := joined.Int64()
+	s, _ := seq.Int64()
+	return JoinCounts{Joined: j, Seq: s}, nil
+}
+
+// Person is what a drop keeps of a person beside the records.
+type Person struct {
+	Nickname    string
+	FalseStarts int
+}
+
+// NotePerson keeps userID's nickname for a drop's results, and counts a
+// false start (a join before the opening) when falseStart is set.
+func (e *Engine) NotePerson(ctx context.Context, eventID, userID, nickname string, falseStart bool) error {
+	k := CrowdKeys(eventID)[keyPeople]
+	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, k, "n:"+userID, nickname)
+		if falseStart {
+			p.HIncrBy(ctx, k, "f:"+userID, 1)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("queue: note person %s: %w", eventID, storeErr(ctx, err))
+	}
+	return nil
+}
+
+// People returns what NotePerson kept of users, in their order.
+func (e *Engine) People(ctx context.Context, eventID string, users ...string) ([]Person, error) {
+	out := make([]Person, 0, len(users))
+	for len(users) > 0 {
+		page := users[:min(len(users), scanPage/2)]
+		users = users[len(page):]
+		fields := make([]string, 0, 2*len(page))
+		for _, u := range page {
+			fields = append(fields, "n:"+u, "f:"+u)
+		}
+		v, err := e.rdb.HMGet(ctx, CrowdKeys(eventID)[keyPeople], fields...).Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: people %s: %w", eventID, storeErr(ctx, err))
+		}
+		for i := range page {
+			nick, _ := v[2*i].(string)
+			out = append(out, Person{Nickname: nick, FalseStarts: int(toInt(v[2*i+1]))})
+		}
+	}
+	return out, nil
+}
+
+// Admission is one active attempt.
+type Admission struct {
+	UserID string
+	Seq    int64
+	At     time.Time
+}
+
+// activePage is how many active attempts one ActiveWithPrefix read takes.
+const activePage = 1000
+
+// ActiveWithPrefix lists the live active attempts of users whose id starts
+// with prefix (a drop's crowd), so a resumed player finds those admitted
+// but not done. O(active).
+func (e *Engine) ActiveWithPrefix(ctx context.Context, eventID, prefix string) ([]Admission, error) {
+	k := Keys(eventID)
+	var out []Admission
+	now := strconv.FormatInt(e.now().UnixMilli(), 10)
+	for offset := int64(0); ; offset += activePage {
+		users, err := e.rdb.ZRangeByScore(ctx, k[keyActive], &redis.ZRangeBy{Min: "(" + now, Max: "+inf",
+			Offset: offset, Count: activePage}).Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: active %s: %w", eventID, storeErr(ctx, err))
+		}
+		var mine []string
+		for _, u := range users {
+			if strings.HasPrefix(u, prefix) {
+				mine = append(mine, u)
+			}
+		}
+		if len(mine) > 0 {
+			v, err := e.rdb.HMGet(ctx, k[keyActiveSeq], mine...).Result()
+			if err != nil {
+				return nil, fmt.Errorf("queue: active %s: %w", eventID, storeErr(ctx, err))
+			}
+			for i, u := range mine {
+				s, _ := v[i].(string)
+				parts := strings.Split(s, "|")
+				if len(parts) < 2 {
+					continue // retired between the two reads
+				}
+				out = append(out, Admission{UserID: u, Seq: toInt(parts[0]), At: time.UnixMilli(toInt(parts[1])).UTC()})
+			}
+		}
+		if len(users) < activePage {
+			return out, nil
+		}
+	}
+}
+
+// scanPage is how many fields one HSCAN step asks for: a map of 100,000
+// seats is read in steps, never in one long command.
+const scanPage = 1000
+
+// SeatsTaken lists the sold seats of eventID.
+func (e *Engine) SeatsTaken(ctx context.Context, eventID string) ([]string, error) {
+	var seats []string
+	var cursor uint64
+	for {
+		kv, next, err := e.rdb.HScan(ctx, Keys(eventID)[keySeatsTaken], cursor, "", scanPage).Result()
+		if err != nil {
+			return nil, fmt.Errorf("queue: seats %s: %w", eventID, storeErr(ctx, err))
+		}
+		for i := 0; i < len(kv); i += 2 {
+			seats = append(seats, kv[i])
+		}
+		if cursor = next; cursor == 0 {
+			return seats, nil
+		}
+	}
+}
+
+// OrderVirtual sells seat to the active attempt (userID, seq) of a VIRTUAL
+// user, as the simulator would with its token: through the order script, so
+// people and the crowd race for seats on equal terms.
+func (e *Engine) OrderVirtual(ctx context.Context, ev Event, userID string, seq int64, seat string) (Order, error) {
+	if TypeOf(userID) != UserVirtual {
+		return Order{}, Errorf(CodeTokenOwnerMismatch, "only VIRTUAL users order this way")
+	}
+	if _, ok := SeatIndex(ev.Seats, seat); !ok {
+		return Order{}, Errorf(CodeSeatNotFound, "no seat %q in event %q", seat, ev.ID)
+	}
+	o := Order{ID: newID("o_"), Seat: seat, UserID: userID}
+	r, err := e.run(ctx, scriptOrder, ev.ID, userID, seq, "1", seat, o.ID)
+	if err != nil {
+		return Order{}, fmt.Errorf("queue: order %s: %w", ev.ID, err)
+	}
+	switch code := r[0].(string); code {
+	case "OK":
+		return o, nil
+	case string(CodeNotActive):
+		return Order{}, notActive(Status(r[1].(string)))
+	case string(CodeSeatTaken), string(CodeSoldOut):
+		return Order{}, Errorf(Code(code), "seat %s: %s", seat, strings.ToLower(code))
+	default:
+		return Order{}, e.lookupErr(ctx, code, ev.ID)
+	}
+}

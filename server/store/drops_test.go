@@ -1,0 +1,298 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rushline/rushline/server/drop"
+	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/store"
+	"github.com/rushline/rushline/server/store/storetest"
+)
+
+// testDrop is a drop of scenario opening at t0 + minutes.
+func testDrop(id, scenario string, minutes int) drop.Drop {
+	at := t0.Add(time.Duration(minutes) * time.Minute)
+	return drop.Drop{ID: id, Event: drop.EventID(id), Scenario: scenario, Level: drop.LevelHard, Crowd: 200_000,
+		Seats: 2000, OpensAt: at, ClosesAt: at.Add(10 * time.Minute), Schedule: "hard", CreatedAt: t0.Add(-time.Hour), Held: true}
+}
+
+func dur(d time.Duration) *time.Duration { return &d }
+func at(d time.Duration) *time.Time      { v := t0.Add(d); return &v }
+
+// testResult is user's race in d: a seat (row seatRow, bought after
+// bought) when seat is not "".
+func testResult(d drop.Drop, user string, position int64, reaction time.Duration, seat string, seatRow int, bought time.Duration) drop.Result {
+	r := drop.Result{DropID: d.ID, UserID: user, Nickname: "nick-" + user, Seq: position + 10, Attempt: position + 10,
+		AttemptAt: d.OpensAt.Add(reaction), Position: position, JoinedAt: d.OpensAt.Add(reaction), Reaction: reaction, Outcome: drop.OutcomeSoldOut,
+		FalseStarts: 1, Scenario: d.Scenario, OpensAt: d.OpensAt}
+	if seat != "" {
+		r.Outcome, r.Seat, r.SeatRow, r.Bought = drop.OutcomeSeat, seat, seatRow, dur(bought)
+		r.AdmittedAt, r.Wait = at(time.Minute), dur(1500*time.Millisecond)
+	}
+	return r
+}
+
+// MustCreateDrops stores drops or fails the test.
+func MustCreateDrops(tb testing.TB, s *store.Store, ds ...drop.Drop) {
+	tb.Helper()
+	for _, d := range ds {
+		if err := s.CreateDrop(context.Background(), d); err != nil {
+			tb.Fatalf("create drop %s: %v", d.ID, err)
+		}
+	}
+}
+
+func dropIDs(ds []drop.Drop) []string {
+	ids := []string{}
+	for _, d := range ds {
+		ids = append(ids, d.ID)
+	}
+	return ids
+}
+
+func TestDrops(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := storetest.MustOpen(t, dialect)
+			a, b, c := testDrop("d-a", "concert-rush", 10), testDrop("d-b", "concert-rush", 5), testDrop("d-c", "practice-2k", 20)
+			MustCreateDrops(t, s, a, b, c)
+
+			got, err := s.Drop(ctx, "d-a")
+			if err != nil || !reflect.DeepEqual(got, a) {
+				t.Fatalf("Drop(d-a) = %+v, %v\nwant %+v", got, err, a)
+			}
+			_, err = s.Drop(ctx, "d-zzz")
+			mustCode(t, err, queue.CodeDropNotFound)
+			mustCode(t, s.CreateDrop(ctx, a), queue.CodeEventExists)
+
+			open, err := s.OpenDrops(ctx)
+			if ids := dropIDs(open); err != nil || !reflect.DeepEqual(ids, []string{"d-b", "d-a", "d-c"}) {
+				t.Fatalf("OpenDrops = %v, %v; want soonest first", ids, err)
+			}
+
+			final := drop.Final{FinishedAt: t0.Add(11 * time.Minute), SoldOut: true, Sold: 2000, PeopleJoined: 31,
+				Joined: 200_031, CrowdJoined: 200_000, CrowdSold: 1990, CrowdP50: 1200 * time.Millisecond,
+				CrowdP90: 2500 * time.Millisecond, CrowdP99: 4 * time.Second}
+			if err := s.FinishDrop(ctx, "d-a", final); err != nil {
+				t.Fatal(err)
+			}
+			// The first finish wins: a second, from another replica, changes nothing.
+			later := final
+			later.FinishedAt, later.Sold = final.FinishedAt.Add(time.Second), 3
+			if err := s.FinishDrop(ctx, "d-a", later); err != nil {
+				t.Fatal(err)
+			}
+			mustCode(t, s.FinishDrop(ctx, "d-zzz", final), queue.CodeDropNotFound)
+			if err := s.FinishDrop(ctx, "d-c", drop.Final{FinishedAt: t0.Add(12 * time.Minute)}); err != nil {
+				t.Fatal(err)
+			}
+			got, _ = s.Drop(ctx, "d-a")
+			if got.Final == nil || *got.Final != final {
+				t.Errorf("finished drop's figures = %+v, want %+v", got.Final, final)
+			}
+			open, _ = s.OpenDrops(ctx)
+			if ids := dropIDs(open); !reflect.DeepEqual(ids, []string{"d-b"}) {
+				t.Errorf("OpenDrops after two finished = %v", ids)
+			}
+			done, err := s.FinishedDrops(ctx, 20)
+			if ids := dropIDs(done); err != nil || !reflect.DeepEqual(ids, []string{"d-c", "d-a"}) {
+				t.Errorf("FinishedDrops = %v, %v; want latest first", ids, err)
+			}
+			if done, _ := s.FinishedDrops(ctx, 1); len(done) != 1 {
+				t.Errorf("FinishedDrops(limit 1) gave %d", len(done))
+			}
+
+			stale, err := s.StaleDrops(ctx, t0.Add(12*time.Minute))
+			if ids := dropIDs(stale); err != nil || !reflect.DeepEqual(ids, []string{"d-a"}) {
+				t.Errorf("StaleDrops(before 12m) = %v, %v", ids, err)
+			}
+			if err := s.ForgetDrop(ctx, "d-a"); err != nil {
+				t.Fatal(err)
+			}
+			stale, _ = s.StaleDrops(ctx, t0.Add(time.Hour))
+			if ids := dropIDs(stale); !reflect.DeepEqual(ids, []string{"d-c"}) {
+				t.Errorf("StaleDrops after forgetting d-a = %v", ids)
+			}
+		})
+	}
+}
+
+func TestDropResults(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := storetest.MustOpen(t, dialect)
+			d := testDrop("d-a", "concert-rush", 0)
+			MustCreateDrops(t, s, d)
+			rs := []drop.Result{
+				testResult(d, "u3", 300, 900*time.Millisecond, "", 0, 0),
+				testResult(d, "u1", 12, 310*time.Millisecond, "B-4", 1, 4*time.Second),
+				testResult(d, "u2", 40, 420*time.Millisecond, "A-7", 0, 6*time.Second),
+			}
+			if err := s.SaveResults(ctx, rs); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Results(ctx, "d-a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []drop.Result{rs[1], rs[2], rs[0]} // by place in line
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("Results:\n got  %+v\n want %+v", got, want)
+			}
+			// A save replaces: u3 was still waiting and is now admitted.
+			rs[0].Outcome, rs[0].AdmittedAt, rs[0].Wait, rs[0].FalseStarts = drop.OutcomeExpired, at(2*time.Minute), dur(time.Minute), 4
+			if err := s.SaveResults(ctx, rs[:1]); err != nil {
+				t.Fatal(err)
+			}
+			if got, err := s.Result(ctx, "d-a", "u3"); err != nil || !reflect.DeepEqual(got, rs[0]) {
+				t.Errorf("Result(u3) after the update:\n got  %+v (%v)\n want %+v", got, err, rs[0])
+			}
+			_, err = s.Result(ctx, "d-a", "u9")
+			mustCode(t, err, queue.CodeResultNotFound)
+			if got, _ := s.Results(ctx, "d-zzz"); len(got) != 0 {
+				t.Errorf("results of an unknown drop: %v", got)
+			}
+		})
+	}
+}
+
+func TestDropLeaderboard(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := storetest.MustOpen(t, dialect)
+			d1, d2, d3 := testDrop("d-1", "concert-rush", 0), testDrop("d-2", "concert-rush", 60), testDrop("d-3", "practice-2k", 120)
+			MustCreateDrops(t, s, d1, d2, d3)
+			save := func(rs ...drop.Result) {
+				if err := s.SaveResults(ctx, rs); err != nil {
+					t.Fatal(err)
+				}
+			}
+			save(
+				testResult(d1, "ann", 1, 200*time.Millisecond, "A-1", 0, 3*time.Second),
+				testResult(d1, "bob", 2, 250*time.Millisecond, "B-1", 1, 2*time.Second),
+				testResult(d1, "cat", 9, 100*time.Millisecond, "", 0, 0),
+				testResult(d2, "bob", 1, 150*time.Millisecond, "A-2", 0, 5*time.Second),
+				testResult(d2, "dan", 2, 300*time.Millisecond, "A-3", 0, 2500*time.Millisecond),
+				testResult(d2, "eve", 7, 600*time.Millisecond, "", 0, 0),
+				testResult(d3, "fay", 1, 90*time.Millisecond, "A-1", 0, time.Second),
+			)
+			board := func(since time.Time, scenario string, limit int) []string {
+				t.Helper()
+				rs, err := s.Leaderboard(ctx, since, scenario, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := []string{}
+				for _, r := range rs {
+					out = append(out, fmt.Sprintf("%s@%s", r.UserID, r.DropID))
+				}
+				return out
+			}
+			for _, tc := range []struct {
+				name     string
+				since    time.Time
+				scenario string
+				limit    int
+				want     []string
+			}{
+				// Seats first, front row first, then the quicker purchase;
+				// bob's best (d2's A-2) stands for him once; no seat last,
+				// the faster reaction first.
+				{"all", t0.Add(-time.Hour), "", 50, []string{"fay@d-3", "dan@d-2", "ann@d-1", "bob@d-2", "cat@d-1", "eve@d-2"}},
+				{"one scenario", t0.Add(-time.Hour), "concert-rush", 50, []string{"dan@d-2", "ann@d-1", "bob@d-2", "cat@d-1", "eve@d-2"}},
+				// d-1 opened before since.
+				{"since", t0.Add(time.Minute), "concert-rush", 50, []string{"dan@d-2", "bob@d-2", "eve@d-2"}},
+				{"limit", t0.Add(-time.Hour), "", 2, []string{"fay@d-3", "dan@d-2"}},
+				{"nothing", t0.Add(24 * time.Hour), "", 50, []string{}},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					if got := board(tc.since, tc.scenario, tc.limit); !reflect.DeepEqual(got, tc.want) {
+						t.Errorf("Leaderboard = %v\n want %v", got, tc.want)
+					}
+				})
+			}
+		})
+	}
+}
+
+// TestCreateDropRace: replicas creating one schedule's drop at once make
+// one; the others are told it exists.
+func TestCreateDropRace(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			s := storetest.MustOpen(t, dialect)
+			const n = 16
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for range n {
+				wg.Go(func() { errs <- s.CreateDrop(context.Background(), testDrop("d-race", "concert-rush", 0)) })
+			}
+			wg.Wait()
+			close(errs)
+			won := 0
+			for err := range errs {
+				switch queue.ErrorCode(err) {
+				case "":
+					won++
+				case queue.CodeEventExists:
+				default:
+					t.Errorf("create: %v", err)
+				}
+			}
+			if won != 1 {
+				t.Errorf("%d creates won, want exactly 1", won)
+			}
+		})
+	}
+}
+
+// TestDropsSurviveARestart: a drop and its results are there after the
+// store is closed and opened again.
+func TestDropsSurviveARestart(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			url, dir := "", t.TempDir()
+			if dialect == store.DialectPostgres {
+				url = storetest.MustPostgresSchema(t)
+			}
+			d := testDrop("d-a", "concert-rush", 0)
+			r := testResult(d, "u1", 3, 280*time.Millisecond, "A-3", 0, 2*time.Second)
+			s, err := store.Open(ctx, url, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			MustCreateDrops(t, s, d)
+			if err := s.SaveResults(ctx, []drop.Result{r}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s, err = store.Open(ctx, url, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if got, err := s.Drop(ctx, "d-a"); err != nil || !reflect.DeepEqual(got, d) {
+				t.Errorf("drop after a restart = %+v, %v", got, err)
+			}
+			if got, err := s.Result(ctx, "d-a", "u1"); err != nil || !reflect.DeepEqual(got, r) {
+				t.Errorf("result after a restart = %+v, %v", got, err)
+			}
+		})
+	}
+}
