@@ -8,7 +8,7 @@
 //   #/solo  #/race/{id}  #/race/{id}/wait  #/race/{id}/seats  #/race/{id}/result  #/history
 import {
   $, api, enc, local, friendly, notActiveText, clock, el, setText, showAlert, hideAlert,
-  fmtNum, fmtSec, ordinal, plural, fmtClock, fmtEta, fmtTime, chart, chartsReady, readSeats, showSections,
+  fmtNum, fmtSec, ordinal, plural, fmtClock, fmtEta, fmtTime, fmtShort, chart, chartsReady, readSeats, showSections,
 } from '/lib.js';
 
 const LIVE_MS = 1000;
@@ -224,7 +224,7 @@ async function showDrop(want) {
 
   const render = () => {
     setText($('dr-meta'), dropMeta(d));
-    setText($('dr-opens'), fmtTime(d.opens_at));
+    setText($('dr-opens'), fmtShort(d.opens_at));
     setText($('dr-seats'), fmtNum(d.seats));
     const st = d.stats || {};
     setText($('dr-people'), fmtNum(st.people_joined != null ? st.people_joined : d.people));
@@ -356,7 +356,7 @@ async function showDropResult(id) {
 function renderDropResult(info, res, mine) {
   const me = (session() || {}).user_id;
   const running = res.phase !== 'finished';
-  setText($('dres-drop'), `${dropMeta(info)} · ${fmtTime(info.opens_at)}`);
+  setText($('dres-drop'), `${dropMeta(info)} · opened ${fmtShort(info.opens_at)}`);
   setText($('dres-wait'), running ? 'The drop is still running: these results are partial and follow it live.' : '');
   $('dres-body').hidden = false;
   const c = res.crowd || {};
