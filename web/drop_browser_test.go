@@ -72,6 +72,7 @@ func TestPracticeDrop(t *testing.T) {
 
 	b.MustRun(t, "pressing too early", chromedp.Focus(chromedp.ID("dr-join")), chromedp.KeyEvent(" "))
 	b.MustWait(t, "the false start", `document.getElementById("dr-status").textContent.includes("Too early")`, 10*time.Second)
+	b.MustShot(t, "drop-false-start.png")
 	if !time.Now().Before(d.OpensAt) {
 		t.Fatal("the drop opened before the early press was answered; the test cannot check a false start")
 	}
@@ -92,6 +93,7 @@ func TestPracticeDrop(t *testing.T) {
 	}
 
 	b.MustWait(t, "a free seat", `!!document.querySelector("#s-map button.seat:not([disabled])")`, 30*time.Second)
+	b.MustShot(t, "drop-seats.png")
 	var bought bool
 	for try := 0; try < 10 && !bought; try++ {
 		b.MustRun(t, "buying a seat", chromedp.Click(chromedp.CSS(`#s-map button.seat:not([disabled])`)))

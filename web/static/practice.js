@@ -393,7 +393,7 @@ function renderDropResult(info, res, mine) {
     el('td', { text: me && x.user_id === me ? `${x.nickname} (you)` : x.nickname }),
     el('td', { class: 'num', text: fmtSec(x.reaction_ms) }),
     el('td', { class: 'num', text: ordinal(x.position) }),
-    el('td', { text: outcomeText(x.outcome) }),
+    el('td', { class: 'opt', text: outcomeText(x.outcome) }),
     el('td', { text: x.seat || '—' }),
   ])));
 }
@@ -414,7 +414,7 @@ async function loadDropBoard() {
       el('td', { text: x.nickname }),
       el('td', { class: 'num', text: fmtSec(x.reaction_ms) }),
       el('td', { text: x.seat || outcomeText(x.outcome) }),
-      el('td', { class: 'num', text: typeof x.bought_ms === 'number' ? fmtSec(x.bought_ms) : '—' }),
+      el('td', { class: 'num opt', text: typeof x.bought_ms === 'number' ? fmtSec(x.bought_ms) : '—' }),
     ])));
   } catch (err) {
     showAlert(alertBox, friendly(err));
