@@ -421,7 +421,7 @@ func TestPracticeRace(t *testing.T) {
 	b := MustBrowser(t, 4*time.Minute, 1280, 900)
 
 	b.MustRun(t, "picking a nickname and a scenario",
-		chromedp.Navigate(base+"/practice.html"),
+		chromedp.Navigate(base+"/practice.html#/solo"),
 		chromedp.WaitVisible(chromedp.ID("p-nickname")),
 		chromedp.SendKeys(chromedp.ID("p-nickname"), "racer"),
 		chromedp.Click(chromedp.ID("p-start")),
