@@ -35,16 +35,23 @@ import (
 // in Cleanup.
 func MustStartServer(tb testing.TB, practice ...*scenario.Scenario) (*app.Server, string) {
 	tb.Helper()
+	return MustStartServerWith(tb, func(c *app.Config) { c.PracticeScenarios = practice })
+}
+
+// MustStartServerWith is MustStartServer with the configuration changed by set.
+func MustStartServerWith(tb testing.TB, set func(*app.Config)) (*app.Server, string) {
+	tb.Helper()
 	redis := redistest.MustStart(tb)
 	ctx, cancel := context.WithCancel(context.Background())
-	srv, err := app.Start(ctx, app.Config{
-		Addr:              "127.0.0.1:0",
-		RedisURL:          "redis://" + redis.Addr(),
-		DataDir:           tb.TempDir(),
-		Logger:            slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Web:               web.FS(),
-		PracticeScenarios: practice,
-	})
+	cfg := app.Config{
+		Addr:     "127.0.0.1:0",
+		RedisURL: "redis://" + redis.Addr(),
+		DataDir:  tb.TempDir(),
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Web:      web.FS(),
+	}
+	set(&cfg)
+	srv, err := app.Start(ctx, cfg)
 	if err != nil {
 		cancel()
 		tb.Fatalf("start server: %v", err)
@@ -414,7 +421,7 @@ func TestPracticeRace(t *testing.T) {
 	b := MustBrowser(t, 4*time.Minute, 1280, 900)
 
 	b.MustRun(t, "picking a nickname and a scenario",
-		chromedp.Navigate(base+"/practice.html"),
+		chromedp.Navigate(base+"/practice.html#/solo"),
 		chromedp.WaitVisible(chromedp.ID("p-nickname")),
 		chromedp.SendKeys(chromedp.ID("p-nickname"), "racer"),
 		chromedp.Click(chromedp.ID("p-start")),

@@ -58,7 +58,7 @@ func TestBrowserEnforcesThePolicy(t *testing.T) {
 	_, base := MustStartServer(t)
 	b := MustBrowser(t, 60*time.Second, 1280, 900)
 	b.MustRun(t, "opening the practice page",
-		chromedp.Navigate(base+"/practice.html"),
+		chromedp.Navigate(base+"/practice.html#/solo"),
 		chromedp.WaitVisible(chromedp.ID("p-nickname")),
 	)
 	b.MustWait(t, "the scenario list", `document.querySelectorAll('#scenario-list input').length > 0`, 20*time.Second)

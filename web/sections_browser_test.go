@@ -71,7 +71,7 @@ func TestPracticeSeatSections(t *testing.T) {
 	_, base := MustStartServer(t, sc)
 	b := MustBrowser(t, 2*time.Minute, 1280, 900)
 	b.MustRun(t, "picking a nickname",
-		chromedp.Navigate(base+"/practice.html"),
+		chromedp.Navigate(base+"/practice.html#/solo"),
 		chromedp.WaitVisible(chromedp.ID("p-nickname")),
 		chromedp.SendKeys(chromedp.ID("p-nickname"), "sections"),
 		chromedp.Click(chromedp.ID("p-start")),

@@ -1,14 +1,21 @@
-// rushline practice arena: nickname → scenario → countdown → join → waiting
-// (SSE) → seats → result, as hash routes so a reload keeps the page:
-//   #/  #/race/{id}  #/race/{id}/wait  #/race/{id}/seats  #/race/{id}/result  #/history
+// rushline practice arena. The front is the next public drop: its
+// countdown on the server's clock, the people and crowd joined, then join →
+// waiting (SSE) → seats → the drop's ranking, your percentile and the
+// leaderboard. The solo race (nickname → scenario → countdown → the same
+// race → result) stays as a second choice. Hash routes, so a reload keeps
+// the page:
+//   #/  #/drop/{drop}  #/drop/{drop}/wait  #/drop/{drop}/seats  #/drop/{drop}/result
+//   #/solo  #/race/{id}  #/race/{id}/wait  #/race/{id}/seats  #/race/{id}/result  #/history
 import {
   $, api, enc, local, friendly, notActiveText, clock, el, setText, showAlert, hideAlert,
-  fmtNum, fmtSec, ordinal, plural, fmtClock, fmtEta, fmtTime, chart, chartsReady, readSeats, showSections,
+  fmtNum, fmtSec, ordinal, plural, fmtClock, fmtEta, fmtTime, fmtShort, chart, chartsReady, readSeats, showSections,
 } from '/lib.js';
 
 const LIVE_MS = 1000;
 const SEATS_MS = 1000;
 const RESULT_RETRY_MS = 1500;
+const DROP_MS = 1000;
+const DROP_RESULT_MS = 2000;
 const CHART_POINTS = 600;
 const MAX_RACES = 20;
 
@@ -61,6 +68,16 @@ function go(hash) {
   else location.hash = hash;
 }
 
+// A game is one race the wait and seat views follow: a solo race's event,
+// or a drop's (drop is then its id), and base, the hash of its pages.
+const soloGame = (id) => ({ event: id, drop: null, base: `#/race/${enc(id)}` });
+
+// dropGame finds the event this browser joined for drop id.
+function dropGame(id) {
+  const r = Object.values(local.get('practice.races') || {}).find((x) => x.drop === id);
+  return r && { event: r.id, drop: id, base: `#/drop/${enc(id)}` };
+}
+
 function route() {
   for (const fn of cleanups) fn();
   cleanups = [];
@@ -68,6 +85,13 @@ function route() {
   hideAlert(alertBox);
   const parts = location.hash.replace(/^#\/?/, '').split('/').filter(Boolean).map(decodeURIComponent);
   for (const v of document.querySelectorAll('.view')) v.hidden = true;
+  if (parts[0] === 'drop' && parts[1]) {
+    const id = parts[1];
+    if (parts[2] === 'result') return showDropResult(id);
+    const g = session() && dropGame(id);
+    if ((parts[2] === 'wait' || parts[2] === 'seats') && g) return parts[2] === 'wait' ? showWait(g) : showSeats(g);
+    return showDrop(id);
+  }
   if (parts[0] === 'race' && parts[1]) {
     if (!session()) {
       showAlert(alertBox, 'Pick a nickname first: races belong to a session kept in this browser.', 'info');
@@ -75,14 +99,15 @@ function route() {
     }
     const id = parts[1];
     switch (parts[2]) {
-      case 'wait': return showWait(id);
-      case 'seats': return showSeats(id);
+      case 'wait': return showWait(soloGame(id));
+      case 'seats': return showSeats(soloGame(id));
       case 'result': return showResult(id);
       default: return showCountdown(id);
     }
   }
   if (parts[0] === 'history') return showBoard(null, true);
-  return showStart();
+  if (parts[0] === 'solo') return showStart();
+  return showDrop(null);
 }
 
 window.addEventListener('hashchange', route);
@@ -114,6 +139,291 @@ function every(ms, fn) {
   tick();
 }
 
+// ---------- 0. the next public drop ----------
+
+// dropMeta is a drop's scenario, level, crowd and seats in one line.
+const dropMeta = (d) => `${d.scenario} · level ${d.level} · a crowd of ${fmtNum(d.crowd)} · ${plural(d.seats, 'seat')}`;
+
+// joinedDrop says whether this browser holds a place in drop id's line.
+function joinedDrop(id) {
+  const g = dropGame(id);
+  return !!(g && race(g.event).token);
+}
+
+// renderDropButton shows the nickname form or the Join button: none for a
+// drop that is over or already joined.
+function renderDropButton(d) {
+  const s = session();
+  $('dr-nick-form').hidden = !!s;
+  $('dr-join').hidden = !s || !d || d.phase === 'finished' || joinedDrop(d.id);
+}
+
+$('dr-nick-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  if (!await startSession($('dr-nickname'), $('dr-nick-save'))) return;
+  $('dr-nick-form').hidden = true;
+  $('dr-join').hidden = false;
+  $('dr-join').focus();
+});
+
+// showDrop shows drop want, or the next public drop: its countdown on the
+// server's clock, the people and crowd joined, and the Join button. A press
+// before the opening goes to the server, which refuses it (409) and counts
+// a false start; the page says so and the person presses again.
+async function showDrop(want) {
+  const v = show('view-drop', 'next drop');
+  const shown = still();
+  renderDropButton(null);
+  const btn = $('dr-join');
+  let d = null;
+  let joining = false;
+  let falseStarts = 0;
+  let quietUntil = 0; // a false start's message stays up a moment
+  let lastSpoken = -1;
+  let raf = 0;
+  btn.dataset.state = 'waiting';
+  setText(btn, 'Join');
+  $('dr-after').hidden = true;
+  setText($('dr-eyebrow'), want ? 'Practice drop' : 'Next public drop');
+
+  const frame = () => {
+    if (!d) return;
+    const left = Date.parse(d.opens_at) - clock.now();
+    const quiet = Date.now() < quietUntil;
+    if (d.phase === 'finished') {
+      setText($('dr-clock'), 'Over');
+      setText($('dr-title'), 'This drop is over');
+      setText($('dr-status'), 'It sold out or closed. See its results, or race the next drop.');
+      return;
+    }
+    if (joinedDrop(d.id)) {
+      setText($('dr-status'), 'You are in this drop: see how it goes from its results.');
+    }
+    if (left <= 0) {
+      btn.dataset.state = 'open';
+      setText(btn, 'Join now!');
+      setText($('dr-clock'), 'GO');
+      setText($('dr-title'), 'The drop is open');
+      if (!quiet && !joinedDrop(d.id)) setText($('dr-status'), 'Open! Join now.');
+      return;
+    }
+    if (!quiet) btn.dataset.state = 'waiting';
+    setText(btn, 'Join');
+    setText($('dr-title'), 'The drop opens in');
+    setText($('dr-clock'), left < 10000 ? (left / 1000).toFixed(1) : fmtClock(left));
+    const s = Math.ceil(left / 1000);
+    if (!quiet && !joinedDrop(d.id) && s !== lastSpoken && (s <= 5 || s % 10 === 0 || lastSpoken < 0)) {
+      lastSpoken = s;
+      setText($('dr-status'), `Opens in ${plural(s, 'second')}.`);
+    }
+    raf = requestAnimationFrame(frame);
+  };
+  // requestAnimationFrame stops in a background tab; the timer still opens the button.
+  const timer = setInterval(frame, 250);
+  onLeave(() => { cancelAnimationFrame(raf); clearInterval(timer); });
+
+  const render = () => {
+    setText($('dr-meta'), dropMeta(d));
+    setText($('dr-opens'), fmtShort(d.opens_at));
+    setText($('dr-seats'), fmtNum(d.seats));
+    const st = d.stats || {};
+    setText($('dr-people'), fmtNum(st.people_joined != null ? st.people_joined : d.people));
+    setText($('dr-crowd'), `${fmtNum(st.crowd_joined || 0)} of ${fmtNum(d.crowd)}`);
+    $('dr-results').setAttribute('href', `#/drop/${enc(d.id)}/result`);
+    $('dr-after').hidden = d.phase === 'scheduled' || d.phase === 'countdown' ? !joinedDrop(d.id) : false;
+    renderDropButton(d);
+  };
+
+  // The drop's figures about once a second; the next drop once the shown
+  // one is over, unless a drop was asked for.
+  every(DROP_MS, async () => {
+    try {
+      if (!d || (d.phase === 'finished' && !want)) {
+        let id = want;
+        if (!id) {
+          const l = await api('GET', '/drops');
+          // The soonest drop not over, one not joined yet if there is one.
+          const open = (Array.isArray(l && l.drops) ? l.drops : []).filter((x) => x.phase !== 'finished');
+          const next = open.find((x) => !joinedDrop(x.id)) || open[0];
+          if (!next) {
+            setText($('dr-status'), 'No drop is scheduled on this server right now. Race the bots alone meanwhile.');
+            return;
+          }
+          id = next.id;
+        }
+        const first = await api('GET', `/drops/${enc(id)}`);
+        if (!shown()) return;
+        d = first;
+        if (want && joinedDrop(d.id) && d.phase !== 'finished') return go(`#/drop/${enc(d.id)}/wait`);
+        render();
+        frame();
+        return;
+      } else {
+        d = await api('GET', `/drops/${enc(d.id)}`);
+      }
+      if (!shown()) return;
+      render();
+    } catch (err) {
+      if (err.code === 'DROP_NOT_FOUND') want = null;
+      showAlert(alertBox, friendly(err));
+    }
+  });
+
+  clock.sync(5).then(() => {
+    if (!shown()) return;
+    setText($('dr-offset'), clock.synced ? `${Math.round(clock.offset)} ms (±${Math.round(clock.rtt / 2)} ms)` : 'unknown: using this device\'s clock');
+  });
+
+  const join = async () => {
+    if (joining || !d) return;
+    if (!session()) {
+      $('dr-nickname').focus();
+      return;
+    }
+    joining = true;
+    try {
+      const q = await api('POST', `/events/${enc(d.event)}/queue`, { bearer: bearer(), body: { user_type: 'ACTUAL' } });
+      saveRace({
+        id: d.event, drop: d.id, scenario: d.scenario, opens_at: d.opens_at, seats: d.seats,
+        token: q.token, first_position: q.position || null, pass: q.pass || null, expires_at: q.expires_at || null,
+      });
+      go(`#/drop/${enc(d.id)}/${q.status === 'ACTIVE' ? 'seats' : 'wait'}`);
+    } catch (err) {
+      if (err.code === 'EVENT_NOT_OPEN') {
+        falseStarts++;
+        quietUntil = Date.now() + 1500;
+        btn.dataset.state = 'early';
+        setText($('dr-status'), `Too early! False start ${falseStarts}: the line isn't open yet. Wait for zero and press again.`);
+        // The server's clock said not yet: measure it again.
+        clock.rtt = Infinity;
+        clock.sync(3);
+      } else {
+        if (err.code === 'UNAUTHENTICATED') {
+          local.del('practice.session');
+          renderDropButton(d);
+        }
+        showAlert(alertBox, friendly(err));
+      }
+    } finally {
+      joining = false;
+    }
+  };
+  btn.onclick = join;
+  onLeave(() => { btn.onclick = null; });
+  focusHeading(v);
+  if (session()) btn.focus();
+}
+
+// ---------- a drop's result ----------
+
+// showDropResult shows drop id's ranking of people, this person's entry
+// (percentile, false starts) and the leaderboard; while the drop runs it
+// follows the partial results.
+async function showDropResult(id) {
+  const v = show('view-dresult', 'drop result');
+  $('dres-body').hidden = true;
+  setText($('dres-wait'), 'Loading the result…');
+  focusHeading(v);
+  const shown = still();
+  let info = null;
+  let over = false;
+  let board = ''; // the outcome and seat the leaderboard was loaded for
+  every(DROP_RESULT_MS, async () => {
+    if (over) return;
+    try {
+      if (!info) info = await api('GET', `/drops/${enc(id)}`);
+      const [res, mine] = await Promise.all([
+        api('GET', `/drops/${enc(id)}/results`),
+        session() ? api('GET', `/drops/${enc(id)}/results/me`, { bearer: bearer() }).catch((err) => err) : null,
+      ]);
+      if (!shown()) return;
+      over = res.phase === 'finished';
+      renderDropResult(info, res, mine);
+      // The leaderboard again when this person's outcome changed, and at the end.
+      const now = mine && !(mine instanceof Error) ? `${mine.outcome} ${mine.seat}` : '-';
+      if (now !== board || over) {
+        board = now;
+        loadDropBoard();
+      }
+    } catch (err) {
+      if (!shown()) return;
+      if (err.code === 'DROP_NOT_FOUND') over = true;
+      setText($('dres-wait'), friendly(err));
+    }
+  });
+}
+
+function renderDropResult(info, res, mine) {
+  const me = (session() || {}).user_id;
+  const running = res.phase !== 'finished';
+  setText($('dres-drop'), `${dropMeta(info)} · opened ${fmtShort(info.opens_at)}`);
+  setText($('dres-wait'), running ? 'The drop is still running: these results are partial and follow it live.' : '');
+  $('dres-body').hidden = false;
+  const c = res.crowd || {};
+  const q = c.reaction_ms || {};
+  setText($('dres-crowd-p50'), fmtSec(q.p50));
+  setText($('rank-crowd'), `The crowd: ${fmtNum(c.joined)} joined, ${plural(c.sold, 'seat')} bought; ` +
+    `their reaction p50 ${fmtSec(q.p50)}, p90 ${fmtSec(q.p90)}, p99 ${fmtSec(q.p99)}.`);
+
+  const ok = mine && !(mine instanceof Error);
+  if (ok) saveRace({ id: info.event, drop: info.id, seat: mine.seat || null });
+  let headline;
+  if (!session()) headline = 'Pick a nickname and race a drop to see your own result here.';
+  else if (!ok && mine && mine.code !== 'RESULT_NOT_FOUND') headline = friendly(mine);
+  else if (!ok) headline = 'You did not race this drop.';
+  else {
+    headline = `You were ${ordinal(mine.position)} in line, ahead of ${mine.percentile}% of everyone ` +
+      `(people and crowd); your reaction was ${fmtSec(mine.reaction_ms)}.`;
+    headline += mine.false_starts ? ` ${plural(mine.false_starts, 'false start')} before that.` : ' No false start.';
+    headline += mine.seat ? ` You got seat ${mine.seat}.` : ` ${outcomeText(mine.outcome)}.`;
+  }
+  setText($('dres-headline'), headline);
+  setText($('dres-percentile'), ok ? `${mine.percentile}%` : '—');
+  setText($('dres-position'), ok ? ordinal(mine.position) : '—');
+  setText($('dres-reaction'), ok ? fmtSec(mine.reaction_ms) : '—');
+  setText($('dres-false'), ok ? fmtNum(mine.false_starts) : '—');
+  setText($('dres-outcome'), ok ? outcomeText(mine.outcome) : '—');
+  setText($('dres-seat'), (ok && mine.seat) || '—');
+  setText($('dres-waited'), ok && typeof mine.wait_ms === 'number' ? fmtSec(mine.wait_ms) : '—');
+
+  const people = Array.isArray(res.people) ? res.people : [];
+  $('rank-empty').hidden = people.length > 0;
+  $('rank-table').querySelector('tbody').replaceChildren(...people.map((x) => el('tr', { class: me && x.user_id === me ? 'me' : null }, [
+    el('td', { class: 'num', text: fmtNum(x.rank) }),
+    el('td', { text: me && x.user_id === me ? `${x.nickname} (you)` : x.nickname }),
+    el('td', { class: 'num', text: fmtSec(x.reaction_ms) }),
+    el('td', { class: 'num', text: ordinal(x.position) }),
+    el('td', { class: 'opt', text: outcomeText(x.outcome) }),
+    el('td', { text: x.seat || '—' }),
+  ])));
+}
+
+// loadDropBoard fills the leaderboard of the chosen period. The board names
+// no user ids; a row is this person's when its drop and seat are one this
+// browser bought (a seat is sold once per drop).
+async function loadDropBoard() {
+  const period = (document.querySelector('input[name="dlb-period"]:checked') || {}).value || 'day';
+  try {
+    const r = await api('GET', `/leaderboard?period=${enc(period)}`);
+    const entries = Array.isArray(r && r.entries) ? r.entries : [];
+    const mine = new Set(Object.values(local.get('practice.races') || {})
+      .filter((x) => x.drop && x.seat).map((x) => `${x.drop} ${x.seat}`));
+    $('dlb-empty').hidden = entries.length > 0;
+    $('dlb-table').querySelector('tbody').replaceChildren(...entries.map((x) => el('tr', { class: mine.has(`${x.drop} ${x.seat}`) ? 'me' : null }, [
+      el('td', { class: 'num', text: fmtNum(x.rank) }),
+      el('td', { text: x.nickname }),
+      el('td', { class: 'num', text: fmtSec(x.reaction_ms) }),
+      el('td', { text: x.seat || outcomeText(x.outcome) }),
+      el('td', { class: 'num opt', text: typeof x.bought_ms === 'number' ? fmtSec(x.bought_ms) : '—' }),
+    ])));
+  } catch (err) {
+    showAlert(alertBox, friendly(err));
+  }
+}
+
+for (const r of document.querySelectorAll('input[name="dlb-period"]')) r.addEventListener('change', loadDropBoard);
+$('dres-next').addEventListener('click', () => go('#/'));
+
 // ---------- 1. nickname and scenario ----------
 
 let scenarios = [];
@@ -140,7 +450,7 @@ async function loadScenarios() {
 }
 
 async function showStart() {
-  const v = show('view-start', 'practice arena');
+  const v = show('view-start', 'solo race');
   renderWho();
   const box = $('scenario-list');
   const shown = still();
@@ -173,27 +483,34 @@ async function showStart() {
   else focusHeading(v);
 }
 
-$('nick-form').addEventListener('submit', async (e) => {
-  e.preventDefault();
-  const nickname = $('p-nickname').value.trim();
+// startSession starts a session for the nickname typed in input (its
+// submit button busy meanwhile); false when there is none.
+async function startSession(input, submit) {
+  const nickname = input.value.trim();
   if (!nickname || [...nickname].length > 32) {
     showAlert(alertBox, 'Pick a nickname of 1 to 32 characters.');
-    $('p-nickname').focus();
-    return;
+    input.focus();
+    return false;
   }
-  $('p-start').disabled = true;
+  submit.disabled = true;
   try {
-    const s = await api('POST', '/sessions', { body: { nickname } });
-    local.set('practice.session', s);
+    local.set('practice.session', await api('POST', '/sessions', { body: { nickname } }));
     hideAlert(alertBox);
     renderWho();
-    const first = document.querySelector('#scenario-list input:checked') || document.querySelector('#scenario-list input');
-    if (first) first.focus();
+    return true;
   } catch (err) {
     showAlert(alertBox, friendly(err));
+    return false;
   } finally {
-    $('p-start').disabled = false;
+    submit.disabled = false;
   }
+}
+
+$('nick-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  if (!await startSession($('p-nickname'), $('p-start'))) return;
+  const first = document.querySelector('#scenario-list input:checked') || document.querySelector('#scenario-list input');
+  if (first) first.focus();
 });
 
 $('p-sign-out').addEventListener('click', () => {
@@ -351,10 +668,13 @@ async function showCountdown(id) {
 
 // ---------- 3. waiting ----------
 
-async function showWait(id) {
+async function showWait(g) {
   const v = show('view-wait', 'in line');
+  const id = g.event;
   const r = race(id);
-  if (!r.token) return go(`#/race/${enc(id)}`);
+  if (!r.token) return go(g.base);
+  for (const x of v.querySelectorAll('[data-solo]')) x.hidden = !!g.drop;
+  for (const x of v.querySelectorAll('[data-drop]')) x.hidden = !g.drop;
   const st = { position: r.first_position || null, first: r.first_position || null, waiting: null, eta: null,
     aheadPeople: null, done: false };
   const series = [[], [], []];
@@ -404,7 +724,7 @@ async function showWait(id) {
     if (st.done) return;
     st.done = true;
     if (note) showAlert(alertBox, note, 'info');
-    go(`#/race/${enc(id)}/${path}`);
+    go(`${g.base}/${path}`);
   };
 
   // The queue stream: position updates, then admitted / expired / closed.
@@ -444,8 +764,25 @@ async function showWait(id) {
     setText($('w-conn'), 'Reconnecting…');
   };
 
-  // The live figures, about once a second: who is ahead, bots and people apart.
-  every(LIVE_MS, async () => {
+  // The live figures, about once a second: a drop's people and crowd, or
+  // who is ahead in a solo race, bots and people apart.
+  if (g.drop) {
+    every(LIVE_MS, async () => {
+      try {
+        const d = await api('GET', `/drops/${enc(g.drop)}`);
+        const x = d.stats || {};
+        setText($('w-people'), fmtNum(x.people_joined));
+        setText($('w-crowd'), `${fmtNum(x.crowd_joined)} of ${fmtNum(d.crowd)}`);
+        setText($('w-active'), fmtNum(x.active));
+        setText($('w-sold'), `${fmtNum(x.sold)} of ${fmtNum(d.seats)}`);
+        setText($('w-seats-left'), fmtNum(x.seats_left));
+        if (typeof x.waiting === 'number') st.waiting = x.waiting;
+        render();
+      } catch (err) {
+        if (err.code !== 'NETWORK') showAlert(alertBox, friendly(err));
+      }
+    });
+  } else every(LIVE_MS, async () => {
     try {
       const l = await api('GET', `/practice/${enc(id)}/live`, { bearer: bearer() });
       if (typeof l.ahead_people === 'number') st.aheadPeople = l.ahead_people;
@@ -475,11 +812,12 @@ async function showWait(id) {
 
 // ---------- 4. seats ----------
 
-async function showSeats(id) {
+async function showSeats(g) {
   const v = show('view-seats', 'pick a seat');
+  const id = g.event;
   const r = race(id);
-  if (!r.token) return go(`#/race/${enc(id)}`);
-  $('s-skip').setAttribute('href', `#/race/${enc(id)}/result`);
+  if (!r.token) return go(g.base);
+  $('s-skip').setAttribute('href', `${g.base}/result`);
   const map = $('s-map');
   map.replaceChildren();
   setText($('s-note'), '');
@@ -497,7 +835,7 @@ async function showSeats(id) {
     over = true;
     showAlert(alertBox, note, kind || 'info');
     const here = still();
-    setTimeout(() => { if (here()) go(`#/race/${enc(id)}/result`); }, 1200);
+    setTimeout(() => { if (here()) go(`${g.base}/result`); }, 1200);
   };
 
   const tick = () => {
@@ -567,7 +905,7 @@ async function showSeats(id) {
       update(m);
     } catch (err) {
       if (over) return;
-      if (err.code === 'NOT_ACTIVE' && err.status === 'WAITING') return go(`#/race/${enc(id)}/wait`);
+      if (err.code === 'NOT_ACTIVE' && err.status === 'WAITING') return go(`${g.base}/wait`);
       if (err.code === 'NOT_ACTIVE') return end(notActiveText(err.status), 'warn');
       setText($('s-note'), friendly(err));
     }
@@ -578,7 +916,7 @@ async function showSeats(id) {
   if (isNaN(expiresAt)) {
     try {
       const q = await api('GET', `/events/${enc(id)}/queue/${enc(r.token)}`);
-      if (q.status === 'WAITING') return go(`#/race/${enc(id)}/wait`);
+      if (q.status === 'WAITING') return go(`${g.base}/wait`);
       if (q.status !== 'ACTIVE') return end(notActiveText(q.status), 'warn');
       expiresAt = Date.parse(q.expires_at);
       ttl = Math.max(1, (expiresAt - clock.now()) || 1);
@@ -600,7 +938,7 @@ async function showSeats(id) {
       const o = await api('POST', `/events/${enc(id)}/orders`, { bearer: bearer(), body: { token: r.token, seat: b.dataset.seat } });
       saveRace({ id, seat: o.seat });
       setText($('s-note'), `Seat ${o.seat} is yours!`);
-      end(`You got seat ${o.seat}! Now let's see how you did against the bots.`, 'success');
+      end(`You got seat ${o.seat}! Now let's see how you did against ${g.drop ? 'everyone' : 'the bots'}.`, 'success');
     } catch (err) {
       setText($('s-note'), friendly(err));
       if (err.code === 'SEAT_TAKEN') {
@@ -625,6 +963,8 @@ async function showSeats(id) {
 
 const OUTCOMES = {
   bought: 'Bought a seat',
+  seat: 'Bought a seat',
+  waiting: 'Still in line',
   sold_out: 'Sold out',
   expired: 'Time ran out',
   left: 'Left the line',
@@ -717,7 +1057,7 @@ function renderResult(res) {
     (you.joined ? `; yours ${fmtSec(you.reaction_ms)}, better than ${you.reaction_percentile}% of the bots` : ''));
 }
 
-$('r-again').addEventListener('click', () => go('#/'));
+$('r-again').addEventListener('click', () => go('#/solo'));
 
 // ---------- history and leaderboard ----------
 

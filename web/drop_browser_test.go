@@ -1,0 +1,156 @@
+package web_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/rushline/rushline/server/app"
+	"github.com/rushline/rushline/simulator/scenario"
+)
+
+// myDropResult is the part of GET /drops/{drop}/results/me the test checks.
+type myDropResult struct {
+	UserID      string  `json:"user_id"`
+	Position    int     `json:"position"`
+	Outcome     string  `json:"outcome"`
+	Seat        *string `json:"seat"`
+	Percentile  float64 `json:"percentile"`
+	FalseStarts int     `json:"false_starts"`
+}
+
+// TestPracticeDrop races a public drop in the practice page: it opens on
+// the drop (scenario, crowd, seats, a countdown on the server's clock, the
+// people in), a press before the opening is refused as a false start, the
+// press at the opening puts the person in line, they buy a seat, and the
+// result shows the drop's ranking with them in it (found by user id), their
+// percentile and false starts as the API has them, and the day's
+// leaderboard, switchable to the week's.
+func TestPracticeDrop(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a drop opens at least 10 s after it is made")
+	}
+	sc, err := scenario.Load("testdata/browser-drop.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, base := MustStartServerWith(t, func(c *app.Config) { c.DropScenarios = []*scenario.Scenario{sc} })
+	var d struct {
+		ID      string    `json:"id"`
+		Event   string    `json:"event"`
+		OpensAt time.Time `json:"opens_at"`
+	}
+	MustCall(t, "POST", base+"/api/v1/admin/drops", map[string]string{"X-Admin-Key": srv.Keys.Admin}, map[string]any{
+		"scenario": "browser-drop", "level": "easy", "crowd": 40, "seats": 200,
+		"opens_at": time.Now().Add(14 * time.Second).UTC().Format(time.RFC3339Nano),
+	}, &d)
+
+	b := MustBrowser(t, 3*time.Minute, 1280, 900)
+	b.MustRun(t, "opening the practice page",
+		chromedp.Navigate(base+"/practice.html"),
+		chromedp.WaitVisible(chromedp.ID("dr-nickname")),
+	)
+	b.MustWait(t, "the upcoming drop", `document.getElementById("dr-meta").textContent.includes("a crowd of 40")`, 20*time.Second)
+	if meta := MustEval[string](t, b, `document.getElementById("dr-meta").textContent`); !strings.Contains(meta, "browser-drop") ||
+		!strings.Contains(meta, "easy") || !strings.Contains(meta, "200 seats") {
+		t.Errorf("the drop reads %q, want its scenario, level and seats", meta)
+	}
+	b.MustRun(t, "picking a nickname",
+		chromedp.SendKeys(chromedp.ID("dr-nickname"), "dropper"),
+		chromedp.Click(chromedp.ID("dr-nick-save")),
+	)
+	b.MustWait(t, "the join button", visible("#dr-join"), 10*time.Second)
+	b.MustWait(t, "a running countdown and the people in", `/^\d+(:\d\d|\.\d)$/.test(document.getElementById("dr-clock").textContent) && `+
+		`document.getElementById("dr-people").textContent === "0" && document.getElementById("dr-offset").textContent.includes("ms")`, 10*time.Second)
+	b.MustShot(t, "drop-countdown.png")
+	b.MustPhone(t)
+	b.MustShot(t, "drop-countdown-phone.png")
+	b.MustRun(t, "desktop viewport", chromedp.EmulateViewport(1280, 900))
+
+	b.MustRun(t, "pressing too early", chromedp.Focus(chromedp.ID("dr-join")), chromedp.KeyEvent(" "))
+	b.MustWait(t, "the false start", `document.getElementById("dr-status").textContent.includes("Too early")`, 10*time.Second)
+	b.MustShot(t, "drop-false-start.png")
+	if !time.Now().Before(d.OpensAt) {
+		t.Fatal("the drop opened before the early press was answered; the test cannot check a false start")
+	}
+
+	// Press once the page shows a part of the crowd in: it comes faster
+	// than 2 are let in each half second, so the person lands in a line.
+	b.MustWait(t, "the opening", `document.getElementById("dr-join").dataset.state === "open"`, 30*time.Second)
+	b.MustWait(t, "the crowd rushing in", `parseInt(document.getElementById("dr-crowd").textContent, 10) >= 15`, 20*time.Second)
+	b.MustRun(t, "joining", chromedp.Focus(chromedp.ID("dr-join")), chromedp.KeyEvent("\r"))
+	b.MustWait(t, "a place in line", `/^#\/drop\/[^/]+\/(wait|seats)$/.test(location.hash)`, 20*time.Second)
+	first := MustEval[int](t, b, `Object.values(JSON.parse(localStorage.getItem("rushline.practice.races"))).find(r => r.drop).first_position || 0`)
+	if first < 2 {
+		t.Errorf("the join answered place %d, want a place behind some of the crowd", first)
+	}
+	if MustEval[bool](t, b, visible("#w-position")) {
+		b.MustWait(t, "the drop's figures while waiting", `document.getElementById("w-crowd").textContent.includes(" of 40")`, 10*time.Second)
+		b.MustShot(t, "drop-waiting.png")
+	}
+
+	b.MustWait(t, "a free seat", `!!document.querySelector("#s-map button.seat:not([disabled])")`, 30*time.Second)
+	b.MustShot(t, "drop-seats.png")
+	var bought bool
+	for try := 0; try < 10 && !bought; try++ {
+		b.MustRun(t, "buying a seat", chromedp.Click(chromedp.CSS(`#s-map button.seat:not([disabled])`)))
+		b.MustWait(t, "the order's answer", `!document.querySelector("#s-map[data-busy]")`, 10*time.Second)
+		bought = MustEval[bool](t, b, `document.getElementById("s-note").textContent.includes("is yours")`)
+	}
+	if !bought {
+		t.Fatalf("no seat bought; the page says %q", MustEval[string](t, b, `document.getElementById("s-note").textContent`))
+	}
+
+	b.MustWait(t, "the drop's result", visible("#dres-headline")+` && location.hash.endsWith("/result")`, 20*time.Second)
+	token := MustEval[string](t, b, `JSON.parse(localStorage.getItem("rushline.practice.session")).access_token`)
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	// The percentile counts the crowd joining after the person: read it
+	// until the page and the API agree (the crowd of 40 joins within seconds).
+	var mine myDropResult
+	var shown string
+	for end := time.Now().Add(30 * time.Second); ; {
+		MustCall(t, "GET", base+"/api/v1/drops/"+d.ID+"/results/me", auth, nil, &mine)
+		shown = MustEval[string](t, b, `document.getElementById("dres-percentile").textContent`)
+		if mine.Seat != nil && shown == strconv.FormatFloat(mine.Percentile, 'f', -1, 64)+"%" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the page shows percentile %q, the API %+v", shown, mine)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if mine.FalseStarts != 1 || mine.Outcome != "seat" {
+		t.Errorf("my result %+v, want one false start and a seat", mine)
+	}
+	if got := MustEval[string](t, b, `document.getElementById("dres-false").textContent`); got != "1" {
+		t.Errorf("false starts shown %q, want 1", got)
+	}
+	headline := MustEval[string](t, b, `document.getElementById("dres-headline").textContent`)
+	for _, want := range []string{"You were " + ordinal(mine.Position) + " in line", "ahead of " + strings.TrimSuffix(shown, "%") + "% of everyone",
+		"1 false start", "seat " + *mine.Seat} {
+		if !strings.Contains(headline, want) {
+			t.Errorf("result headline %q lacks %q", headline, want)
+		}
+	}
+	// The ranking marks the person's row by user id.
+	b.MustWait(t, "the ranking with me", `[...document.querySelectorAll("#rank-table tbody tr.me")].some(r => r.textContent.includes("dropper (you)"))`, 10*time.Second)
+	if n := MustEval[int](t, b, `document.querySelectorAll("#rank-table tbody tr.me").length`); n != 1 {
+		t.Errorf("%d rows of the ranking marked as mine, want 1", n)
+	}
+	b.MustWait(t, "the day's leaderboard", `[...document.querySelectorAll("#dlb-table tbody tr.me")].some(r => r.textContent.includes("dropper") && r.textContent.includes(`+strconv.Quote(*mine.Seat)+`))`, 10*time.Second)
+	b.MustShot(t, "drop-result.png")
+	b.MustRun(t, "the week's leaderboard", chromedp.Click(chromedp.CSS(`label[for="dlb-week"]`)))
+	b.MustWait(t, "the week's leaderboard", `document.getElementById("dlb-week").checked && document.querySelectorAll("#dlb-table tbody tr.me").length === 1`, 10*time.Second)
+	b.MustPhone(t)
+	b.MustShot(t, "drop-result-phone.png")
+
+	// The solo race is still one click away.
+	b.MustRun(t, "back to the front", chromedp.Click(chromedp.ID("dres-next")))
+	b.MustWait(t, "the front", visible("#dr-solo"), 10*time.Second)
+	b.MustRun(t, "the solo race", chromedp.Click(chromedp.ID("dr-solo")))
+	b.MustWait(t, "the solo race's scenarios", visible("#scenario-list")+` && !!document.querySelector("#scenario-list input")`, 10*time.Second)
+	assertNoProblems(t, b)
+}
