@@ -256,6 +256,7 @@ const (
 // Board is one entry of a leaderboard.
 type Board struct {
 	Rank       int     `json:"rank"`
+	UserID     string  `json:"user_id"`
 	Nickname   string  `json:"nickname"`
 	ReactionMS int64   `json:"reaction_ms"`
 	Drop       string  `json:"drop"`
@@ -295,7 +296,7 @@ func (s *Service) Leaderboard(ctx context.Context, period, scenario string) ([]B
 	out := make([]Board, len(rs))
 	for i, r := range rs {
 		e := entry(i+1, r)
-		out[i] = Board{Rank: i + 1, Nickname: r.Nickname, ReactionMS: e.ReactionMS, Drop: r.DropID, Scenario: r.Scenario,
+		out[i] = Board{Rank: i + 1, UserID: r.UserID, Nickname: r.Nickname, ReactionMS: e.ReactionMS, Drop: r.DropID, Scenario: r.Scenario,
 			Outcome: r.Outcome, Seat: e.Seat}
 		if r.Bought != nil {
 			ms := r.Bought.Milliseconds()

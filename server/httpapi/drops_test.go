@@ -153,7 +153,7 @@ func TestDropFalseStartsAndMyResult(t *testing.T) {
 	id := f.MustCreateDrop(t, map[string]any{"scenario": "small-rush", "level": "hard", "crowd": 100,
 		"opens_at": t0.Add(10 * time.Second).Format(time.RFC3339)})
 	event := id.Str("event")
-	_, ann := f.MustSession(t, "ann")
+	annID, ann := f.MustSession(t, "ann")
 	_, bob := f.MustSession(t, "bob")
 	for range 2 {
 		MustError(t, f.MustDo(t, http.MethodPost, "/api/v1/events/"+event+"/queue", Bearer(ann), actual), http.StatusConflict, "EVENT_NOT_OPEN")
@@ -213,5 +213,12 @@ func TestDropFalseStartsAndMyResult(t *testing.T) {
 	crowd, _ := res.Body["crowd"].(map[string]any)
 	if len(people) != 1 || crowd == nil || crowd["reaction_ms"] == nil {
 		t.Errorf("results %s", res)
+	}
+	// The leaderboard names whose each entry is, so a page marks its own row
+	// by user id, never by nickname.
+	lb := f.MustDo(t, http.MethodGet, "/api/v1/leaderboard?period=all", nil, nil)
+	entries, _ := lb.Body["entries"].([]any)
+	if len(entries) != 1 || entries[0].(map[string]any)["user_id"] != annID {
+		t.Errorf("leaderboard %s; want ann's entry with her user id %s", lb, annID)
 	}
 }

@@ -398,18 +398,16 @@ function renderDropResult(info, res, mine) {
   ])));
 }
 
-// loadDropBoard fills the leaderboard of the chosen period. The board names
-// no user ids; a row is this person's when its drop and seat are one this
-// browser bought (a seat is sold once per drop).
+// loadDropBoard fills the leaderboard of the chosen period; this person's row
+// is the one with their user id.
 async function loadDropBoard() {
   const period = (document.querySelector('input[name="dlb-period"]:checked') || {}).value || 'day';
   try {
     const r = await api('GET', `/leaderboard?period=${enc(period)}`);
     const entries = Array.isArray(r && r.entries) ? r.entries : [];
-    const mine = new Set(Object.values(local.get('practice.races') || {})
-      .filter((x) => x.drop && x.seat).map((x) => `${x.drop} ${x.seat}`));
+    const me = (session() || {}).user_id;
     $('dlb-empty').hidden = entries.length > 0;
-    $('dlb-table').querySelector('tbody').replaceChildren(...entries.map((x) => el('tr', { class: mine.has(`${x.drop} ${x.seat}`) ? 'me' : null }, [
+    $('dlb-table').querySelector('tbody').replaceChildren(...entries.map((x) => el('tr', { class: me && x.user_id === me ? 'me' : null }, [
       el('td', { class: 'num', text: fmtNum(x.rank) }),
       el('td', { text: x.nickname }),
       el('td', { class: 'num', text: fmtSec(x.reaction_ms) }),
