@@ -3,8 +3,11 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 TESTFLAGS ?= -race -count=1 -timeout 20m
+SHORTFLAGS ?= -short -race -count=1 -timeout 5m
+# pipefail: a test run piped into testsummary fails when go test does.
+SHELL     := bash
 
-.PHONY: run build test lint fuzz bench bench-go bench-compare bench-push deps test-deps
+.PHONY: run build test test-short lint fuzz bench bench-go bench-compare bench-push deps test-deps
 
 ## run: the server on its embedded default (private redis-server or miniredis, SQLite in ./data) plus the web page
 run: deps build
@@ -16,9 +19,17 @@ build:
 	$(GO) build -o $(BIN)/rushline-sim ./simulator
 	$(GO) build -o $(BIN)/rushline-bench ./bench/cmd/rushline-bench
 
-## test: gofmt + vet, then every test under the race detector against real Redis, SQLite and PostgreSQL
+## test: gofmt + vet, then every test under the race detector against real Redis, SQLite and PostgreSQL;
+## go test's usual output, then the ten slowest tests
 test: test-deps lint
-	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(GO) build -o $(BIN)/testsummary ./internal/cmd/testsummary
+	set -o pipefail; $(GO) test -json $(TESTFLAGS) $(PKGS) | $(BIN)/testsummary
+
+## test-short: the inner loop, about a minute: unit tests, the engine against Redis and the HTTP contract;
+## the long end-to-end, fault, browser, replica-kill and bench smoke tests run only in `make test`
+test-short: deps
+	$(GO) build -o $(BIN)/testsummary ./internal/cmd/testsummary
+	set -o pipefail; $(GO) test -json $(SHORTFLAGS) $(PKGS) | $(BIN)/testsummary
 
 ## lint: gofmt and go vet
 lint:
