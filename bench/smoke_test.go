@@ -25,6 +25,9 @@ func MustBuild(tb testing.TB, dir, name, pkg string) string {
 // TestRunSmoke runs the whole harness at tiny sizes and checks the result
 // file's shape and counts. It asserts no timings.
 func TestRunSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bench smoke test: runs in make test")
+	}
 	bin := t.TempDir()
 	cfg := RunConfig{
 		ServerBin:         MustBuild(t, bin, "rushline-server", "../server"),

@@ -94,6 +94,9 @@ func checkAdmissions(ctx context.Context, tb testing.TB, eng *queue.Engine, id s
 // promoting: another replica takes the lease (a lease of at most the lease
 // time, so a dead holder's lease lapses on its own), and every waiting token is admitted exactly once, in order, numbered without gaps.
 func TestReplicaProcessKilledDuringAdmission(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replica-kill test: runs in make test")
+	}
 	const (
 		n     = 1200
 		event = "killed"
@@ -204,6 +207,9 @@ var redisDowns = []struct {
 // work, admission resumes, a waiting SSE client gets its admitted and the
 // audit trail catches up.
 func TestRedisRestartDuringRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test: runs in make test")
+	}
 	for _, tc := range redisDowns {
 		t.Run(tc.name, func(t *testing.T) {
 			const n = 100
@@ -342,6 +348,9 @@ func TestRedisRestartDuringRun(t *testing.T) {
 // connection): the queue keeps working, audit records wait in the Redis
 // stream, and they are all written once PostgreSQL is reachable again.
 func TestSQLDownQueueKeepsWorking(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test: runs in make test")
+	}
 	const (
 		event  = "sqldown"
 		first  = 50
@@ -440,6 +449,9 @@ func TestSQLDownQueueKeepsWorking(t *testing.T) {
 // `rushline-server recover` command rebuilds the event from PostgreSQL and
 // the same tokens answer as before, then the line moves on.
 func TestRecoverCommandAfterRedisLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test: runs in make test")
+	}
 	const (
 		n     = 60
 		event = "lost"

@@ -143,6 +143,9 @@ func num(m map[string]any, key string) float64        { n, _ := m[key].(float64)
 // start, countdown, join at the opening, wait, buy, and the result, history
 // and leaderboard that follow.
 func TestPracticeRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end test: runs in make test")
+	}
 	for _, dialect := range storetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			f := MustPracticeServer(t, dialect)
@@ -316,6 +319,9 @@ func mustResult(tb testing.TB, f *PracticeFixture, id, token string) *Response {
 // ends once the bots have sold every seat, with outcome not_joined. Soon
 // after (the keep time) its event goes, and the result comes from SQL.
 func TestPracticeNotJoined(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end test: runs in make test")
+	}
 	f := MustPracticeServer(t, store.DialectSQLite, practice.WithKeepFinished(300*time.Millisecond))
 	_, token := f.MustSession(t, "watcher")
 	id := obj(f.MustStartRace(t, token, 3).Body, "event")["id"].(string)
