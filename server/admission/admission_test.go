@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rushline/rushline/internal/testutil"
 	"github.com/rushline/rushline/server/admission"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/redisproc/redistest"
@@ -131,29 +133,37 @@ func TestLeaseMovesWhenHolderStops(t *testing.T) {
 	ctxA, stopA := context.WithCancel(ctx)
 	doneA := make(chan struct{})
 	go func() { admission.New(a, "a", append(opts, admission.WithObserver(ca))...).Run(ctxA); close(doneA) }()
-	time.Sleep(200 * time.Millisecond) // a takes the lease first
+	testutil.Eventually(t, syncTimeout, "a takes the lease and promotes", func() bool { return promotedBy(ca) > 0 })
 	ctxB, stopB := context.WithCancel(ctx)
 	defer stopB()
 	doneB := make(chan struct{})
-	go func() { admission.New(b, "b", append(opts, admission.WithObserver(cb))...).Run(ctxB); close(doneB) }()
-	time.Sleep(300 * time.Millisecond)
-	cb.mu.Lock()
-	early := cb.promoted
-	cb.mu.Unlock()
-	if early != 0 {
+	sb := &sweepCounter{Engine: b}
+	go func() { admission.New(sb, "b", append(opts, admission.WithObserver(cb))...).Run(ctxB); close(doneB) }()
+	// b sweeps as a follower, over several of a's lease renewals.
+	testutil.Eventually(t, syncTimeout, "b sweeps 20 times", func() bool { return sb.n.Load() >= 20 })
+	if early := promotedBy(cb); early != 0 {
 		t.Fatalf("b promoted %d while a held the lease", early)
 	}
 	stopA()
 	<-doneA
-	// a's lease runs out unrenewed; b must take over within 2 leases.
-	time.Sleep(2 * lease)
-	before := promotedBy(cb)
-	time.Sleep(200 * time.Millisecond)
-	if after := promotedBy(cb); after <= before {
-		t.Fatalf("b has not taken over: promoted %d then %d", before, after)
-	}
+	// a's lease runs out unrenewed; b takes over.
+	testutil.Eventually(t, syncTimeout, "b takes over", func() bool { return promotedBy(cb) > 0 })
 	stopB()
 	<-doneB
+}
+
+// syncTimeout bounds every wait for the runners to act.
+const syncTimeout = 10 * time.Second
+
+// sweepCounter is an admission.Engine that counts the sweeps of its runner.
+type sweepCounter struct {
+	*queue.Engine
+	n atomic.Int64
+}
+
+func (s *sweepCounter) Expire(ctx context.Context, eventID, replica string, lease time.Duration) (queue.SweepResult, error) {
+	s.n.Add(1)
+	return s.Engine.Expire(ctx, eventID, replica, lease)
 }
 
 func promotedBy(c *counter) int {
