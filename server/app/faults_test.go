@@ -3,9 +3,12 @@
 package app_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -97,6 +100,7 @@ func TestReplicaProcessKilledDuringAdmission(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replica-kill test: runs in make test")
 	}
+	t.Parallel()
 	const (
 		n     = 1200
 		event = "killed"
@@ -210,8 +214,10 @@ func TestRedisRestartDuringRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test: runs in make test")
 	}
+	t.Parallel()
 	for _, tc := range redisDowns {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			const n = 100
 			ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 			defer cancel()
@@ -351,6 +357,7 @@ func TestSQLDownQueueKeepsWorking(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test: runs in make test")
 	}
+	t.Parallel()
 	const (
 		event  = "sqldown"
 		first  = 50
@@ -367,8 +374,9 @@ func TestSQLDownQueueKeepsWorking(t *testing.T) {
 	proxy := MustProxy(t, pg.Host)
 	rp := redistest.MustStart(t)
 	rdb := redistest.MustClient(t, rp.Addr())
+	logs := lockedWriter{&sync.Mutex{}, &bytes.Buffer{}}
 	srv, _ := MustStartServer(t, app.Config{RedisURL: "redis://" + rp.Addr(), DatabaseURL: viaProxy(t, databaseURL, proxy.Addr()),
-		DataDir: t.TempDir()})
+		DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	base, keys := "http://"+srv.Addr, srv.Keys
 	sim := map[string]string{"X-Simulator-Key": keys.Simulator}
 	hc := newHTTPClient(t)
@@ -430,9 +438,16 @@ func TestSQLDownQueueKeepsWorking(t *testing.T) {
 	if code, _, body, err := raw(ctx, hc, "GET", base+"/readyz", nil, ""); err != nil || code != http.StatusServiceUnavailable {
 		t.Fatalf("readyz without SQL: %d %s %v", code, body, err)
 	}
-	// The audit worker keeps trying; nothing of the outage reaches SQL, and
-	// nothing is trimmed from the stream meanwhile.
-	time.Sleep(time.Second)
+	// The audit worker tries the outage's records and fails; nothing of the
+	// outage reaches SQL, and nothing is trimmed from the stream meanwhile.
+	eventually(ctx, t, "the audit worker's failed write", func() error {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		if !strings.Contains(logs.b.String(), "audit: write behind failed") {
+			return errors.New("no failed write logged")
+		}
+		return nil
+	})
 	if err := audited(first, 0)(); err != nil {
 		t.Fatalf("during the outage: %v", err)
 	}
@@ -452,6 +467,7 @@ func TestRecoverCommandAfterRedisLoss(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test: runs in make test")
 	}
+	t.Parallel()
 	const (
 		n     = 60
 		event = "lost"

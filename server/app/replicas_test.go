@@ -505,6 +505,7 @@ func TestReplicasOneRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replica test: runs in make test")
 	}
+	t.Parallel()
 	replicaRush(t, "redis://"+redistest.MustStart(t).Addr(), 1000)
 }
 
@@ -513,6 +514,7 @@ func TestReplicasRedisCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replica test: runs in make test")
 	}
+	t.Parallel()
 	c := redistest.MustCluster(t, 3)
 	replicaRush(t, strings.Join(c.Addrs(), ","), 1000)
 }

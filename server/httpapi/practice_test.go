@@ -146,8 +146,10 @@ func TestPracticeRace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long end-to-end test: runs in make test")
 	}
+	t.Parallel()
 	for _, dialect := range storetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
 			f := MustPracticeServer(t, dialect)
 			userID, token := f.MustSession(t, "racer")
 			me := Bearer(token)
@@ -322,6 +324,7 @@ func TestPracticeNotJoined(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long end-to-end test: runs in make test")
 	}
+	t.Parallel()
 	f := MustPracticeServer(t, store.DialectSQLite, practice.WithKeepFinished(300*time.Millisecond))
 	_, token := f.MustSession(t, "watcher")
 	id := obj(f.MustStartRace(t, token, 3).Body, "event")["id"].(string)
