@@ -2,8 +2,13 @@
 GO        ?= go
 BIN       := bin
 PKGS      := ./...
-TESTFLAGS ?= -race -count=1 -timeout 20m
-SHORTFLAGS ?= -short -race -count=1 -timeout 5m
+# Most tests wait on real time (admission ticks, countdowns, child processes,
+# a browser), so four packages at a time keep two cores busy.
+TESTFLAGS ?= -race -count=1 -timeout 20m -p 4
+SHORTFLAGS ?= -short -race -count=1 -timeout 5m -p 4
+# go test starts packages in the order given: the longest first, so the
+# short ones fill in around them instead of trailing after.
+TESTPKGS  := ./server/app ./simulator/plan ./web ./bench ./simulator/engine $(PKGS)
 # pipefail: a test run piped into testsummary fails when go test does.
 SHELL     := bash
 
@@ -23,7 +28,7 @@ build:
 ## go test's usual output, then the ten slowest tests
 test: test-deps lint
 	$(GO) build -o $(BIN)/testsummary ./internal/cmd/testsummary
-	set -o pipefail; $(GO) test -json $(TESTFLAGS) $(PKGS) | $(BIN)/testsummary
+	set -o pipefail; $(GO) test -json $(TESTFLAGS) $(TESTPKGS) | $(BIN)/testsummary
 
 ## test-short: the inner loop, about a minute: unit tests, the engine against Redis and the HTTP contract;
 ## the long end-to-end, fault, browser, replica-kill and bench smoke tests run only in `make test`

@@ -142,7 +142,7 @@ func (s *Summary) WriteSlowest(n int) {
 	if len(slow) == 0 {
 		return
 	}
-	fmt.Fprintf(s.w, "\n%d slowest tests:\n", len(slow))
+	fmt.Fprintln(s.w, "\nslowest tests:")
 	for _, r := range slow {
 		mark := ""
 		if r.Failed {

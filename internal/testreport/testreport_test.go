@@ -24,7 +24,7 @@ func TestRun(t *testing.T) {
 		{
 			name:   "pass prints only the ok line and ranks top-level tests",
 			files:  []string{"pass"},
-			want:   []string{"ok  \texample.com/m/pass\t0.215s", "2 slowest tests:", "0.21s  example.com/m/pass  TestSlow", "0.00s  example.com/m/pass  TestQuick"},
+			want:   []string{"ok  \texample.com/m/pass\t0.215s", "slowest tests:", "0.21s  example.com/m/pass  TestSlow", "0.00s  example.com/m/pass  TestQuick"},
 			absent: []string{"a log line of a passing test", "=== RUN", "PASS\n", "TestSkipped", "TestSlow/one"},
 			slowest: []Result{
 				{Package: "example.com/m/pass", Test: "TestSlow", Seconds: 0.21},
@@ -69,7 +69,7 @@ func TestRun(t *testing.T) {
 			name:   "several packages and go's own lines",
 			files:  []string{"pass", "fail"},
 			extra:  "go: downloading example.com/dep v1.0.0",
-			want:   []string{"go: downloading example.com/dep v1.0.0", "ok  \texample.com/m/pass", "--- FAIL: TestTable/bad", "FAIL\texample.com/m/fail", "3 slowest tests:", "TestSlow", "TestQuick", "TestFine"},
+			want:   []string{"go: downloading example.com/dep v1.0.0", "ok  \texample.com/m/pass", "--- FAIL: TestTable/bad", "FAIL\texample.com/m/fail", "slowest tests:", "TestSlow", "TestQuick", "TestFine"},
 			failed: true,
 			slowest: []Result{
 				{Package: "example.com/m/pass", Test: "TestSlow", Seconds: 0.21},
