@@ -2,9 +2,20 @@
 GO        ?= go
 BIN       := bin
 PKGS      := ./...
-TESTFLAGS ?= -race -count=1 -timeout 20m
+# Most tests wait on real time (admission ticks, countdowns, child processes,
+# a browser), so three packages at a time keep two cores busy.
+TESTFLAGS ?= -race -count=1 -timeout 20m -p 3
+# The inner loop leaves out the race detector: with it test-short took 58-81 s
+# on a shared two-core machine, without it about 40 s. make test (CI) has it.
+SHORTFLAGS ?= -short -count=1 -timeout 5m -p 3
+# go test starts packages in the order given: the longest first, so the
+# short ones fill in around them instead of trailing after. simulator/plan
+# stays late: its live validation wants a machine not busy with load tests.
+TESTPKGS  := ./server/app ./web ./bench ./simulator/engine $(PKGS)
+# pipefail: a test run piped into testsummary fails when go test does.
+SHELL     := bash
 
-.PHONY: run build test lint fuzz bench bench-go bench-compare bench-push deps test-deps
+.PHONY: run build test test-short lint fuzz bench bench-go bench-compare bench-push deps test-deps
 
 ## run: the server on its embedded default (private redis-server or miniredis, SQLite in ./data) plus the web page
 run: deps build
@@ -16,9 +27,17 @@ build:
 	$(GO) build -o $(BIN)/rushline-sim ./simulator
 	$(GO) build -o $(BIN)/rushline-bench ./bench/cmd/rushline-bench
 
-## test: gofmt + vet, then every test under the race detector against real Redis, SQLite and PostgreSQL
+## test: gofmt + vet, then every test under the race detector against real Redis, SQLite and PostgreSQL;
+## go test's usual output, then the ten slowest tests
 test: test-deps lint
-	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(GO) build -o $(BIN)/testsummary ./internal/cmd/testsummary
+	set -o pipefail; $(GO) test -json $(TESTFLAGS) $(TESTPKGS) | $(BIN)/testsummary
+
+## test-short: the inner loop, under a minute: unit tests, the engine against Redis and the HTTP contract, without
+## the race detector; the long end-to-end, fault, browser, replica-kill and bench smoke tests run only in `make test`
+test-short: deps
+	$(GO) build -o $(BIN)/testsummary ./internal/cmd/testsummary
+	set -o pipefail; $(GO) test -json $(SHORTFLAGS) $(PKGS) | $(BIN)/testsummary
 
 ## lint: gofmt, go vet and staticcheck (a tool dependency in go.mod: `go tool staticcheck`)
 lint:

@@ -49,6 +49,9 @@ type RunConfig struct {
 	// Streams is how many SSE streams the push step holds; PushQuiet as PushConfig.Quiet.
 	Streams   int
 	PushQuiet time.Duration
+	// Warmup is how long each server takes joins before anything is
+	// recorded; 0 is DefaultWarmup.
+	Warmup time.Duration
 	// Host names the machine in the result.
 	Host string
 	// Progress gets a line per step with a rough ETA.
@@ -103,6 +106,9 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 	}
 	defer cleanup()
 	cfg.Rounds = max(cfg.Rounds, 1)
+	if cfg.Warmup <= 0 {
+		cfg.Warmup = DefaultWarmup
+	}
 	r := &runner{cfg: cfg, dir: dir, logf: logf, tokens: map[string][]string{}, totals: map[string]*loadTotals{},
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second},
 		res: &Result{Schema: Schema, Date: time.Now().UTC().Truncate(time.Second), Host: cfg.Host, CPUs: runtime.NumCPU(),
@@ -198,7 +204,7 @@ func (r *runner) steps() []step {
 	s = append(s, step{fmt.Sprintf("admission: %d waiting, batch %d", c.AdmissionWaiting, c.AdmissionBatch),
 		seconds(c.AdmissionWaiting, 15_000), r.admission})
 	s = append(s, step{"start naive baseline and rushline-server", 3 * time.Second, r.startServers})
-	s = append(s, step{"warm up both servers (not recorded)", 2 * warmup, r.warmUp})
+	s = append(s, step{"warm up both servers (not recorded)", 2 * c.Warmup, r.warmUp})
 	for _, n := range c.Sizes {
 		for _, srv := range []string{ServerNaive, ServerRushline} {
 			s = append(s, step{fmt.Sprintf("prefill %s to %s waiting", srv, SizeLabel(n)), seconds(n, 20_000) + seconds(min(n, sampleTokens), 5_000),
@@ -362,8 +368,9 @@ func (r *runner) startServers(ctx context.Context) error {
 // eventID names the event of one line length; 0 is the warm-up's.
 func eventID(size int) string { return "bench-" + strings.ToLower(SizeLabel(size)) }
 
-// warmup is how long each server takes joins before anything is recorded.
-const warmup = 2 * time.Second
+// DefaultWarmup is how long each server takes joins before anything is
+// recorded, unless RunConfig.Warmup says otherwise.
+const DefaultWarmup = 2 * time.Second
 
 // warmUp sends each server joins to the warm-up event, so connection pools,
 // caches and background writers are running when the first load starts.
@@ -371,7 +378,7 @@ func (r *runner) warmUp(ctx context.Context) error {
 	for _, srv := range []*Server{r.naive, r.rushline, r.floor} {
 		url, hdr := srv.URL+"/api/v1/events/"+eventID(0)+"/queue", r.headers()
 		var tot loadTotals
-		r.httpLoad("warm up", 0, warmup, func(i uint64, t *vegeta.Target) {
+		r.httpLoad("warm up", 0, r.cfg.Warmup, func(i uint64, t *vegeta.Target) {
 			postTarget(t, url, hdr, fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":"w%d"}`, i))
 		}).run(ctx, &tot, cpuMeter{})
 		if f := tot.figures(); f.Errors > 0 {

@@ -25,13 +25,16 @@ func MustBuild(tb testing.TB, dir, name, pkg string) string {
 // TestRunSmoke runs the whole harness at tiny sizes and checks the result
 // file's shape and counts. It asserts no timings.
 func TestRunSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bench smoke test: runs in make test")
+	}
 	bin := t.TempDir()
 	cfg := RunConfig{
 		ServerBin:         MustBuild(t, bin, "rushline-server", "../server"),
 		NaiveCmd:          []string{MustBuild(t, bin, "rushline-bench", "./cmd/rushline-bench"), "naive"},
 		RedisBenchmarkBin: "redis-benchmark", Sizes: []int{100, 200}, Duration: 500 * time.Millisecond, Rounds: 2, Connections: 8,
-		RedisBenchmarkRequests: 500, AdmissionWaiting: 200, AdmissionBatch: 50, Streams: 100,
-		PushQuiet: 200 * time.Millisecond, Host: "smoke",
+		RedisBenchmarkRequests: 5000, AdmissionWaiting: 200, AdmissionBatch: 50, Streams: 100,
+		PushQuiet: 200 * time.Millisecond, Warmup: 200 * time.Millisecond, Host: "smoke",
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -272,6 +272,9 @@ func assertNoProblems(t *testing.T, b *browser) {
 // admin key typed once, an event created with every field, watched live,
 // then paused, which the API confirms.
 func TestDashboardCreatesAndPausesEvent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: runs in make test")
+	}
 	srv, base := MustStartServer(t)
 	b := MustBrowser(t, 90*time.Second, 1280, 900)
 
@@ -413,6 +416,9 @@ func ordinal(n int) string {
 // a place in line that falls, the seat map, a bought seat and the result's
 // figures, history and leaderboard.
 func TestPracticeRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: runs in make test")
+	}
 	sc, err := scenario.Load("testdata/browser-race.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -561,6 +567,9 @@ func TestPracticeRace(t *testing.T) {
 // shows an event made through the API, and a person starts a session, joins
 // its line, is admitted and buys a seat, which the API confirms.
 func TestWaitingRoomJoinsAndBuys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: runs in make test")
+	}
 	srv, base := MustStartServer(t)
 	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
 	MustCall(t, "POST", base+"/api/v1/admin/events", admin, map[string]any{

@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rushline/rushline/internal/testutil"
 
 	"github.com/rushline/rushline/server/admission"
 	"github.com/rushline/rushline/server/queue"
@@ -114,7 +118,10 @@ func TestLeaseMovesWhenHolderStops(t *testing.T) {
 	p := redistest.MustStart(t)
 	ctx := context.Background()
 	a := queue.New(redistest.MustClient(t, p.Addr()), []byte("k"))
-	b := queue.New(redistest.MustClient(t, p.Addr()), []byte("k"))
+	rb := redistest.MustClient(t, p.Addr())
+	calls := &callCounter{}
+	rb.AddHook(calls)
+	b := queue.New(rb, []byte("k"))
 	ev := queue.Event{ID: "handover", Seats: 10, Capacity: 1000, AdmitBatch: 1, AdmitIntervalMS: 50,
 		ActiveTTLS: 600, Policy: queue.PolicyBatch}
 	if err := a.CreateEvent(ctx, ev); err != nil {
@@ -131,29 +138,54 @@ func TestLeaseMovesWhenHolderStops(t *testing.T) {
 	ctxA, stopA := context.WithCancel(ctx)
 	doneA := make(chan struct{})
 	go func() { admission.New(a, "a", append(opts, admission.WithObserver(ca))...).Run(ctxA); close(doneA) }()
-	time.Sleep(200 * time.Millisecond) // a takes the lease first
+	testutil.Eventually(t, syncTimeout, "a takes the lease and promotes", func() bool { return promotedBy(ca) > 0 })
 	ctxB, stopB := context.WithCancel(ctx)
 	defer stopB()
 	doneB := make(chan struct{})
 	go func() { admission.New(b, "b", append(opts, admission.WithObserver(cb))...).Run(ctxB); close(doneB) }()
-	time.Sleep(300 * time.Millisecond)
-	cb.mu.Lock()
-	early := cb.promoted
-	cb.mu.Unlock()
-	if early != 0 {
+	// b sweeps as a follower, over several of a's lease renewals (a sweep is
+	// one script call, every 10 ms).
+	testutil.Eventually(t, syncTimeout, "b sweeps 20 times", func() bool { return calls.n.Load() >= 20 })
+	if early := promotedBy(cb); early != 0 {
 		t.Fatalf("b promoted %d while a held the lease", early)
 	}
 	stopA()
 	<-doneA
-	// a's lease runs out unrenewed; b must take over within 2 leases.
-	time.Sleep(2 * lease)
-	before := promotedBy(cb)
-	time.Sleep(200 * time.Millisecond)
-	if after := promotedBy(cb); after <= before {
-		t.Fatalf("b has not taken over: promoted %d then %d", before, after)
-	}
+	// a's lease runs out unrenewed; b takes over.
+	testutil.Eventually(t, syncTimeout, "b takes over", func() bool { return promotedBy(cb) > 0 })
 	stopB()
 	<-doneB
+}
+
+// syncTimeout bounds every wait for the runners to act.
+const syncTimeout = 10 * time.Second
+
+// callCounter is a go-redis hook that counts the script calls of its client
+// (a runner's sweeps and ticks).
+type callCounter struct{ n atomic.Int64 }
+
+func (c *callCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *callCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			c.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (c *callCounter) count(cmd redis.Cmder) {
+	if name := cmd.Name(); name == "evalsha" || name == "eval" {
+		c.n.Add(1)
+	}
 }
 
 func promotedBy(c *counter) int {

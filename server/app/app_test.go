@@ -50,11 +50,14 @@ func (c client) MustCall(method, path string, hdr map[string]string, body any, w
 	}
 }
 
-// MustStartServer starts a rushline server on a free port and stops it in Cleanup.
+// MustStartServer starts a rushline server on a free port and stops it in
+// Cleanup. Its logs go nowhere unless cfg has a Logger.
 func MustStartServer(tb testing.TB, cfg app.Config) (*app.Server, client) {
 	tb.Helper()
 	cfg.Addr = "127.0.0.1:0"
-	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := app.Start(ctx, cfg)
 	if err != nil {

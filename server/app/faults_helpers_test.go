@@ -316,6 +316,29 @@ func eventually(ctx context.Context, tb testing.TB, what string, check func() er
 	}
 }
 
+// mustSettle waits until a paused event's admitted count has stood still
+// for settleFor, so a tick under way when the pause came has ended.
+func mustSettle(ctx context.Context, tb testing.TB, hc *http.Client, base, id string) {
+	tb.Helper()
+	last, since := int64(-1), time.Now()
+	eventually(ctx, tb, "admissions stop", func() error {
+		st, err := stats(ctx, hc, base, id)
+		switch {
+		case err != nil:
+			return err
+		case st.AdmittedTotal != last:
+			last, since = st.AdmittedTotal, time.Now()
+			return fmt.Errorf("%d admitted, still moving", last)
+		case time.Since(since) < settleFor:
+			return fmt.Errorf("%d admitted for %v", last, time.Since(since))
+		}
+		return nil
+	})
+}
+
+// settleFor is two admit intervals of the fault tests' events.
+const settleFor = 100 * time.Millisecond
+
 // errStatus is an HTTP answer other than the one wanted.
 var errStatus = errors.New("unexpected status")
 

@@ -3,9 +3,12 @@
 package app_test
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"net/url"
@@ -94,6 +97,10 @@ func checkAdmissions(ctx context.Context, tb testing.TB, eng *queue.Engine, id s
 // promoting: another replica takes the lease (a lease of at most the lease
 // time, so a dead holder's lease lapses on its own), and every waiting token is admitted exactly once, in order, numbered without gaps.
 func TestReplicaProcessKilledDuringAdmission(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replica-kill test: runs in make test")
+	}
+	t.Parallel()
 	const (
 		n     = 1200
 		event = "killed"
@@ -204,8 +211,13 @@ var redisDowns = []struct {
 // work, admission resumes, a waiting SSE client gets its admitted and the
 // audit trail catches up.
 func TestRedisRestartDuringRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test: runs in make test")
+	}
+	t.Parallel()
 	for _, tc := range redisDowns {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			const n = 100
 			ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 			defer cancel()
@@ -342,6 +354,10 @@ func TestRedisRestartDuringRun(t *testing.T) {
 // connection): the queue keeps working, audit records wait in the Redis
 // stream, and they are all written once PostgreSQL is reachable again.
 func TestSQLDownQueueKeepsWorking(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test: runs in make test")
+	}
+	t.Parallel()
 	const (
 		event  = "sqldown"
 		first  = 50
@@ -358,8 +374,9 @@ func TestSQLDownQueueKeepsWorking(t *testing.T) {
 	proxy := MustProxy(t, pg.Host)
 	rp := redistest.MustStart(t)
 	rdb := redistest.MustClient(t, rp.Addr())
+	logs := lockedWriter{&sync.Mutex{}, &bytes.Buffer{}}
 	srv, _ := MustStartServer(t, app.Config{RedisURL: "redis://" + rp.Addr(), DatabaseURL: viaProxy(t, databaseURL, proxy.Addr()),
-		DataDir: t.TempDir()})
+		DataDir: t.TempDir(), Logger: slog.New(slog.NewTextHandler(logs, nil))})
 	base, keys := "http://"+srv.Addr, srv.Keys
 	sim := map[string]string{"X-Simulator-Key": keys.Simulator}
 	hc := newHTTPClient(t)
@@ -421,9 +438,16 @@ func TestSQLDownQueueKeepsWorking(t *testing.T) {
 	if code, _, body, err := raw(ctx, hc, "GET", base+"/readyz", nil, ""); err != nil || code != http.StatusServiceUnavailable {
 		t.Fatalf("readyz without SQL: %d %s %v", code, body, err)
 	}
-	// The audit worker keeps trying; nothing of the outage reaches SQL, and
-	// nothing is trimmed from the stream meanwhile.
-	time.Sleep(time.Second)
+	// The audit worker tries the outage's records and fails; nothing of the
+	// outage reaches SQL, and nothing is trimmed from the stream meanwhile.
+	eventually(ctx, t, "the audit worker's failed write", func() error {
+		logs.mu.Lock()
+		defer logs.mu.Unlock()
+		if !strings.Contains(logs.b.String(), "audit: write behind failed") {
+			return errors.New("no failed write logged")
+		}
+		return nil
+	})
 	if err := audited(first, 0)(); err != nil {
 		t.Fatalf("during the outage: %v", err)
 	}
@@ -443,6 +467,10 @@ func TestSQLDownQueueKeepsWorking(t *testing.T) {
 // it, rebuilds it again; the line moves on, admissions numbered past every
 // number handed out before, in seq order.
 func TestRecoverCommandAfterRedisLoss(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test: runs in make test")
+	}
+	t.Parallel()
 	const (
 		n     = 60
 		event = "lost"

@@ -87,6 +87,10 @@ type loadTally struct {
 // arrival order within each lane, no seat is sold twice or beyond the seat
 // count, and the audit trail holds every accepted join.
 func TestLoadWithFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("load test with faults: runs in make test")
+	}
+	t.Parallel()
 	bin := MustServerBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -159,6 +163,8 @@ func TestLoadWithFaults(t *testing.T) {
 	// Orders: tail the stream's admitted records; one user in loadBuyShare
 	// buys the next seat, and every so often someone tries a sold one.
 	orders := make(chan [2]string, 4096)
+	var tailed atomic.Value // the last record id the order tail has read
+	tailed.Store("0")
 	clients.Go(func() {
 		defer close(orders)
 		after := "0"
@@ -170,6 +176,7 @@ func TestLoadWithFaults(t *testing.T) {
 			}
 			for _, r := range recs {
 				after = r.ID
+				tailed.Store(after)
 				h := fnv.New32a()
 				h.Write([]byte(r.UserID))
 				if r.Kind != queue.RecordAdmitted || h.Sum32()%loadBuyShare != 0 {
@@ -261,7 +268,17 @@ func TestLoadWithFaults(t *testing.T) {
 		}
 	}
 	elapsed := time.Since(start)
-	time.Sleep(time.Second) // the last admissions reach the order tail
+	// The admissions of the load reach the order tail.
+	endID, err := eng.LastRecordID(ctx, loadEvent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(ctx, t, "the order tail reads the load's records", func() error {
+		if got := tailed.Load().(string); queue.CompareIDs(got, endID) < 0 {
+			return fmt.Errorf("tail at %s, the load ended at %s", got, endID)
+		}
+		return nil
+	})
 	stopRun()
 	clients.Wait()
 	if t.Failed() {
@@ -270,7 +287,7 @@ func TestLoadWithFaults(t *testing.T) {
 	// Freeze the line, so states and the stream are read at one point.
 	alive := bases[(dead.Load()+1)%int64(len(bases))]
 	mustAdmin(ctx, t, hc, alive, keys, loadEvent, "pause")
-	time.Sleep(500 * time.Millisecond) // the tick under way, if any, ends
+	mustSettle(ctx, t, hc, alive, loadEvent)
 
 	// Every accepted join is accounted for, once.
 	users := map[string]string{}

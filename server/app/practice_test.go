@@ -12,6 +12,9 @@ import (
 // scenario (300 bots) on a zero-config server, as `make run` starts it: the
 // bots find the server through its own listen address.
 func TestPracticeOnTheEmbeddedDefault(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end test: runs in make test")
+	}
 	t.Chdir(t.TempDir())
 	_, c := MustStartServer(t, app.Config{DataDir: "./data", Embedded: "redis-server"})
 

@@ -502,11 +502,19 @@ func replicaRush(t *testing.T, redisURL string, n int) {
 
 // Three replicas on one Redis: each token joins on one and listens on another.
 func TestReplicasOneRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replica test: runs in make test")
+	}
+	t.Parallel()
 	replicaRush(t, "redis://"+redistest.MustStart(t).Addr(), 1000)
 }
 
 // The same on a real three-master Redis Cluster.
 func TestReplicasRedisCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replica test: runs in make test")
+	}
+	t.Parallel()
 	c := redistest.MustCluster(t, 3)
 	replicaRush(t, strings.Join(c.Addrs(), ","), 1000)
 }
@@ -514,6 +522,9 @@ func TestReplicasRedisCluster(t *testing.T) {
 // One replica dies mid-run: its clients reconnect to another and none misses
 // its admitted, nor gets a second.
 func TestReplicaKilledMidRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replica-kill test: runs in make test")
+	}
 	const n = 600
 	ctx, cancel := context.WithTimeout(context.Background(), replicaTimeout)
 	defer cancel()

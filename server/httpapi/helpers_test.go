@@ -128,9 +128,11 @@ func MustServer(tb testing.TB, redisOpts ...func(*redisproc.Options)) *Fixture {
 func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	tb.Helper()
 	p := redistest.MustStart(tb, o.Redis...)
-	rdb := redistest.MustClient(tb, p.Addr())
+	// FailFast: the tests that stop Redis get their 503s without waiting out
+	// go-redis's default dial retries.
+	rdb := redistest.MustClient(tb, p.Addr(), redistest.FailFast)
 	// The hub's tails block on their connections: a client of their own, as in production.
-	tails := redistest.MustClient(tb, p.Addr())
+	tails := redistest.MustClient(tb, p.Addr(), redistest.FailFast)
 	st := storetest.MustOpen(tb, cmp.Or(o.Dialect, store.DialectSQLite))
 	clk := &Clock{t: t0}
 	eng := queue.New(rdb, testQueueTokenKey, append([]queue.Option{queue.WithClock(clk.Now)}, o.Queue...)...)

@@ -143,8 +143,13 @@ func num(m map[string]any, key string) float64        { n, _ := m[key].(float64)
 // start, countdown, join at the opening, wait, buy, and the result, history
 // and leaderboard that follow.
 func TestPracticeRace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end test: runs in make test")
+	}
+	t.Parallel()
 	for _, dialect := range storetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
 			f := MustPracticeServer(t, dialect)
 			userID, token := f.MustSession(t, "racer")
 			me := Bearer(token)
@@ -316,6 +321,10 @@ func mustResult(tb testing.TB, f *PracticeFixture, id, token string) *Response {
 // ends once the bots have sold every seat, with outcome not_joined. Soon
 // after (the keep time) its event goes, and the result comes from SQL.
 func TestPracticeNotJoined(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end test: runs in make test")
+	}
+	t.Parallel()
 	f := MustPracticeServer(t, store.DialectSQLite, practice.WithKeepFinished(300*time.Millisecond))
 	_, token := f.MustSession(t, "watcher")
 	id := obj(f.MustStartRace(t, token, 3).Body, "event")["id"].(string)

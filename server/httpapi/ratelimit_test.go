@@ -28,7 +28,7 @@ func MustLimited(tb testing.TB, f *Fixture, spec string, trustProxy bool, rdb re
 		tb.Fatalf("rules: %v", err)
 	}
 	if rdb == nil {
-		rdb = redistest.MustClient(tb, f.Redis.Addr())
+		rdb = redistest.MustClient(tb, f.Redis.Addr(), redistest.FailFast)
 	}
 	d := f.API.Deps
 	d.Limiter, d.TrustProxy, d.Metrics = ratelimit.New(rdb, rules), trustProxy, metrics.New()

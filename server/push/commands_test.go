@@ -61,7 +61,7 @@ func measureTicks(t *testing.T, addr string, a *admin, eventID string, ens []que
 	// with XREAD. rank.lua runs XREVRANGE, a ZCARD per lane and two HMGETs,
 	// plus ZSCORE and ZRANK per re-ranked normal-lane attempt (a priority-lane
 	// one costs one more ZSCORE). A tick follows a stream read, which
-	// blocks 200 ms on a quiet stream, so with a 20 ms tick there is about
+	// blocks a tick's length on a quiet stream (MustHub), so there is about
 	// one XREAD per tick; allow two for the reads in flight at either end of
 	// the window. Server: 1 + 5 + 2×batch + 2. Client: 1 + 2. None of it
 	// depends on how many subscribers there are.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/redisproc"
 	"github.com/rushline/rushline/server/redisproc/redistest"
 )
 
@@ -41,10 +42,13 @@ type admin struct {
 	rdb *redis.Client
 }
 
-// MustRedis starts a private redis-server and returns its address.
+// MustRedis starts a private redis-server and returns its address. It runs
+// at hz 100: Redis ends a blocked stream read on its cron, every 100 ms at
+// the default hz 10, so only at hz 100 does a quiet stream's read (MustHub)
+// return after testTick and the hub tick every testTick.
 func MustRedis(tb testing.TB) string {
 	tb.Helper()
-	return redistest.MustStart(tb).Addr()
+	return redistest.MustStart(tb, func(o *redisproc.Options) { o.Args = append(o.Args, "--hz", "100") }).Addr()
 }
 
 // MustAdmin returns the admin engine on addr.
@@ -342,12 +346,16 @@ type hubKit struct {
 func (k *hubKit) Close() { k.closeHub.Do(k.hub.Close) }
 
 // MustHub returns a hub on a client of its own to addr, closed in tb.Cleanup.
+// Its stream reads block testTick rather than push.DefaultBlock, so a quiet
+// stream ticks every testTick, not every 200 ms; opts come after and may
+// change that.
 func MustHub(tb testing.TB, addr string, opts ...push.Option) *hubKit {
 	tb.Helper()
 	rdb := redistest.MustClient(tb, addr)
 	counter := &commandCounter{byName: map[string]int64{}}
 	rdb.AddHook(counter)
 	spy := &spyEngine{Engine: queue.New(rdb, tokenKey), feeds: map[string]*feedSpy{}}
+	opts = append([]push.Option{push.WithBlock(testTick)}, opts...)
 	k := &hubKit{hub: push.New(spy, opts...), spy: spy, rdb: rdb, counter: counter}
 	tb.Cleanup(k.Close)
 	return k

@@ -42,14 +42,11 @@ func MustSettleTo(tb testing.TB, base, slack int, what string) {
 // goroutine of the process.
 func TestSubscribersDoNotLeak(t *testing.T) {
 	const (
-		events   = 4
-		perEvent = 500
-		linger   = 50 * time.Millisecond
-		// A stream read blocks up to 200 ms (push.DefaultBlock) before the
-		// feed looks at its subscriber count.
-		dropWithin = linger + 2*push.DefaultBlock
-		slack      = 2
-		heapSlack  = 8 << 20
+		events    = 4
+		perEvent  = 500
+		linger    = 50 * time.Millisecond
+		slack     = 2
+		heapSlack = 8 << 20
 	)
 	addr := MustRedis(t)
 	a := MustAdmin(t, addr)
@@ -97,7 +94,8 @@ func TestSubscribersDoNotLeak(t *testing.T) {
 			}
 		}
 		subs = nil
-		time.Sleep(dropWithin)
+		// The feeds drop a linger and a stream read after their last
+		// subscriber left.
 		MustSettleTo(t, baseG, slack, fmt.Sprintf("round %d: after the linger", round))
 		g, heap := settle()
 		t.Logf("round %d: %d goroutines (baseline %d), heap %d KiB (baseline %d KiB)", round, g, baseG, heap>>10, baseHeap>>10)

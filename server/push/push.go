@@ -158,6 +158,10 @@ func WithCorrections(batch int, every time.Duration) Option {
 	return func(h *Hub) { h.correctBatch, h.correctEvery = batch, every }
 }
 
+// WithBlock sets how long one stream read waits for new records; on a quiet
+// stream a tick follows each read, so ticks come no faster than this.
+func WithBlock(d time.Duration) Option { return func(h *Hub) { h.block = d } }
+
 // WithLinger sets how long an event's tail outlives its last subscriber.
 func WithLinger(d time.Duration) Option { return func(h *Hub) { h.linger = d } }
 

@@ -71,6 +71,10 @@ func MustCheckRun(tb testing.TB, sc *scenario.Scenario, raw report.Raw, bots []r
 }
 
 func TestPracticeSmallEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end test: runs in make test")
+	}
+	t.Parallel()
 	target := simtest.MustServer(t)
 	sc := MustScenario(t, "practice-small.yaml")
 	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator, AdminKey: simtest.Keys.Admin})
@@ -93,6 +97,10 @@ func TestPracticeSmallEndToEnd(t *testing.T) {
 }
 
 func TestShardsMergeToOneRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end test: runs in make test")
+	}
+	t.Parallel()
 	target := simtest.MustServer(t)
 	sc := MustScenario(t, "practice-small.yaml")
 	cfg := engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator, AdminKey: simtest.Keys.Admin}

@@ -38,6 +38,9 @@ bots:
 // within the stated tolerances (plan.Tol*): waits within 20% or one interval
 // + 250 ms, peak line within 15% or one batch, admitted and sold within 2% or 2.
 func TestValidate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long end-to-end test: runs in make test")
+	}
 	target := simtest.MustServer(t)
 	sc := MustParse(t, validationCrowd)
 	for _, tc := range []struct {

@@ -63,6 +63,9 @@ const minCharts = 4
 // throws nothing, logs no error and draws every chart, and saves a
 // full-page screenshot of each as a test artifact.
 func TestHTMLRendersInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: runs in make test")
+	}
 	execPath := browsertest.MustFind(t)
 
 	var page bytes.Buffer
