@@ -20,6 +20,10 @@ func num(v float64) string {
 
 // setupLine says what ran where.
 func setupLine(r *Result) string {
+	if r.onlyDrop() {
+		return fmt.Sprintf("%d CPUs, %s, Redis %s. One rushline-server with its private Redis plays the drop's crowd; "+
+			"the people are simulated over HTTP and SSE by the bench on the same machine.", r.CPUs, r.Go, r.RedisVersion)
+	}
 	return fmt.Sprintf("%d CPUs, %s, Redis %s. %d closed-loop connections; each HTTP figure sums %d round(s) of %s s, "+
 		"the servers taking turns. The load generator, both servers and Redis share the machine.",
 		r.CPUs, r.Go, r.RedisVersion, r.Settings.Connections, max(r.Settings.Rounds, 1), num(r.Settings.DurationS))
@@ -57,6 +61,11 @@ func Markdown(w io.Writer, r *Result) error {
 	b.WriteString("## Targets and ratios\n\n| figure | value | target | verdict |\n|---|---:|---:|---|\n")
 	for _, x := range r.Ratios {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, num(x.Value), x.targetText(), x.Verdict())
+	}
+	if r.onlyDrop() {
+		dropMarkdown(&b, r.Drop)
+		_, err := io.WriteString(w, b.String())
+		return err
 	}
 
 	b.WriteString("\n## HTTP: naive baseline vs rushline (same client, same Redis)\n\n" +
@@ -134,6 +143,67 @@ func Markdown(w io.Writer, r *Result) error {
 	fmt.Fprintf(&b, "| Redis bytes per waiting user (over %d joins through rushline) | %s |\n", r.Memory.MeasuredOver, num(r.Memory.RedisBytesPerWaiting))
 	fmt.Fprintf(&b, "| rushline-server RSS after the HTTP loads | %s MB |\n", num(r.Memory.ServerRSSMB))
 	fmt.Fprintf(&b, "| naive baseline RSS after the HTTP loads | %s MB |\n", num(r.Memory.NaiveRSSMB))
+	if r.Drop != nil {
+		dropMarkdown(&b, r.Drop)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// onlyDrop is true for a result of the drop step alone.
+func (r *Result) onlyDrop() bool {
+	return r.Drop != nil && len(r.HTTP) == 0 && len(r.RedisBenchmark) == 0 && r.Push.Streams == 0 && r.Admission.Promoted == 0
+}
+
+// check is PASS when ok, else MISS.
+func check(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "MISS"
+}
+
+// secondsText is a time from the opening, or "—" when it did not happen.
+func secondsText(s float64) string {
+	if s == 0 {
+		return "—"
+	}
+	return num(s) + " s"
+}
+
+// dropMarkdown writes the drop step's section.
+func dropMarkdown(b *strings.Builder, d *DropFigures) {
+	fmt.Fprintf(b, "\n## Practice drop: %s crowd, %d people on SSE\n\n"+
+		"Drop %s (%s, level %s, %d seats). The server plays the crowd through the engine's crowd join; "+
+		"each person makes a guest session, joins at the opening, holds the SSE stream until `admitted`, "+
+		"then reads the seat map and buys a seat.\n\n| figure | value | verdict |\n|---|---:|---|\n",
+		SizeLabel(d.Crowd), d.People, d.ID, d.Scenario, d.Level, d.Seats)
+	fmt.Fprintf(b, "| crowd joined | %d of %d | %s |\n", d.CrowdJoined, d.Crowd, check(d.CrowdJoined == int64(d.Crowd)))
+	fmt.Fprintf(b, "| people joined / admitted (%d at their join) / bought a seat | %d / %d / %d | |\n",
+		d.AdmittedAtJoin, d.PeopleJoined, d.PeopleAdmitted, d.PeopleBought)
+	fmt.Fprintf(b, "| people's promotion latency p50 / p90 / p99 / max (%d promoted over SSE, %d duplicates) | %s / %s / %s / %s ms | |\n",
+		d.Latency.Count, d.Duplicates, num(d.Latency.P50), num(d.Latency.P90), num(d.Latency.P99), num(d.Latency.Max))
+	fmt.Fprintf(b, "| Redis CPU per virtual user joined (%s s from the opening to the end) | %s µs | |\n", num(d.RedisCPUS), num(d.RedisCPUPerCrowdUS))
+	fmt.Fprintf(b, "| server CPU per virtual user joined (%s s) | %s µs | |\n", num(d.ServerCPUS), num(d.ServerCPUPerCrowdUS))
+	fmt.Fprintf(b, "| server RSS peak | %s MB | |\n", num(d.ServerRSSPeakMB))
+	fmt.Fprintf(b, "| opening to the whole crowd joined | %s | |\n", secondsText(d.CrowdJoinedS))
+	fmt.Fprintf(b, "| opening to sold out (%d of %d seats sold) | %s | |\n", d.Sold, d.Seats, secondsText(d.SoldOutS))
+	fmt.Fprintf(b, "| opening to the drop finished | %s | |\n", secondsText(d.FinishedS))
+	outcomes := make([]string, 0, len(d.Outcomes))
+	for _, o := range []string{"seat", "sold_out", "expired", "left", "waiting"} {
+		if n := d.Outcomes[o]; n > 0 {
+			outcomes = append(outcomes, fmt.Sprintf("%s %d", o, n))
+		}
+	}
+	fmt.Fprintf(b, "| people with a final result (%s) | %d of %d | %s |\n", strings.Join(outcomes, ", "),
+		d.PeopleWithResult, d.People, check(d.PeopleWithResult == d.People))
+	fmt.Fprintf(b, "| seats sold twice (API, results, Redis seat map with %d, SQL with %d orders and %d conflicts) | %d | %s |\n",
+		d.SeatMapSold, d.SQLOrders, d.SQLConflicts, d.SoldTwice, check(d.SoldTwice == 0 && d.SQLConflicts == 0))
+	fmt.Fprintf(b, "| consistency checks failed | %d | %s |\n", len(d.Mismatches), check(len(d.Mismatches) == 0))
+	for _, m := range d.Mismatches {
+		fmt.Fprintf(b, "\n- %s", m)
+	}
+	if len(d.Mismatches) > 0 {
+		b.WriteString("\n")
+	}
 }
