@@ -46,7 +46,7 @@ type DropConfig struct {
 
 // DefaultDropConfig is what `rushline-bench drop` runs.
 func DefaultDropConfig() DropConfig {
-	return DropConfig{ServerBin: "bin/rushline-server", Crowd: 1_000_000, People: 1000, Seats: 2000,
+	return DropConfig{ServerBin: "bin/rushline-server", Crowd: 1_000_000, People: 1000, Seats: 10_000,
 		Scenario: "concert-rush", Level: "hard", Lead: 12 * time.Second, Spread: 500 * time.Millisecond, Limit: 10 * time.Minute}
 }
 
@@ -80,9 +80,14 @@ type DropFigures struct {
 	PeopleBought   int `json:"people_bought"`
 	// Duplicates counts admitted messages beyond one per person (must be 0).
 	Duplicates int `json:"duplicates"`
-	// Latency is a person's admission (admitted_at) to the message read over SSE,
-	// for the people who waited.
+	// Latency is a person's admission (admitted_at) to the message read over
+	// SSE, for the people admitted while their stream was open: the push.
 	Latency Percentiles `json:"promotion_latency"`
+	// BeforeStream counts people admitted between their join's answer and
+	// their stream's request: the stream's first message is `admitted`.
+	// LatencyAll is the latency over them too, to that first message.
+	BeforeStream int         `json:"admitted_before_stream"`
+	LatencyAll   Percentiles `json:"promotion_latency_all"`
 	// PeopleWithResult counts people in the drop's results with a final outcome.
 	PeopleWithResult int            `json:"people_with_result"`
 	Outcomes         map[string]int `json:"outcomes"`
@@ -125,10 +130,12 @@ type DropSample struct {
 }
 
 // DropPromotion is one person's promotion: admitted T seconds from the
-// opening, the message read MS later.
+// opening, the message read MS later; Pushed when the stream was open at
+// the admission.
 type DropPromotion struct {
-	T  float64 `json:"t_s"`
-	MS float64 `json:"ms"`
+	T      float64 `json:"t_s"`
+	MS     float64 `json:"ms"`
+	Pushed bool    `json:"pushed"`
 }
 
 // dropStats is GET /api/v1/drops/{drop}.
@@ -164,7 +171,8 @@ type dropRun struct {
 	dups     atomic.Int64
 	atJoin   atomic.Int64
 	mu       sync.Mutex
-	lat      []time.Duration
+	// lat and latAll are the promotion latencies: pushed, and all.
+	lat, latAll []time.Duration
 }
 
 // Drop plays one practice drop of cfg.Crowd virtual users against one server
@@ -317,7 +325,8 @@ func (r *dropRun) race(ctx context.Context) error {
 	r.res.PeopleAdmitted = int(r.admitted.Load())
 	r.res.AdmittedAtJoin = int(r.atJoin.Load())
 	r.res.Duplicates = int(r.dups.Load())
-	r.res.Latency = Summarise(r.lat)
+	r.res.Latency, r.res.LatencyAll = Summarise(r.lat), Summarise(r.latAll)
+	r.res.BeforeStream = len(r.latAll) - len(r.lat)
 	return errors.Join(errs...)
 }
 
@@ -414,6 +423,7 @@ func (r *dropRun) await(ctx context.Context, p *person) (bool, error) {
 	url := r.srv.URL + "/api/v1/events/" + r.event + "/queue/" + p.token + "/stream"
 	lastID := ""
 	for ctx.Err() == nil {
+		asked := time.Now()
 		s, err := sse.Open(ctx, r.client, url, lastID)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -437,10 +447,15 @@ func (r *dropRun) await(ctx context.Context, p *person) (bool, error) {
 					AdmittedAt time.Time `json:"admitted_at"`
 				}
 				if json.Unmarshal([]byte(m.Data), &d) == nil && !d.AdmittedAt.IsZero() {
+					l := time.Since(d.AdmittedAt)
+					pushed := !d.AdmittedAt.Before(asked)
 					r.mu.Lock()
-					r.lat = append(r.lat, time.Since(d.AdmittedAt))
+					r.latAll = append(r.latAll, l)
+					if pushed {
+						r.lat = append(r.lat, l)
+					}
 					r.res.Promotions = append(r.res.Promotions, DropPromotion{T: d.AdmittedAt.Sub(r.opensAt).Seconds(),
-						MS: float64(time.Since(d.AdmittedAt)) / float64(time.Millisecond)})
+						MS: float64(l) / float64(time.Millisecond), Pushed: pushed})
 					r.mu.Unlock()
 				}
 				r.admitted.Add(1)

@@ -62,7 +62,11 @@ type dropChart struct {
 	CrowdJoined []int64   `json:"crowd_joined"`
 	Sold        []int64   `json:"sold"`
 	PromotionT  []float64 `json:"promotion_t"`
-	PromotionMS []float64 `json:"promotion_ms"`
+	// PromotionMS are the pushed promotions' latencies, BeforeStreamMS
+	// those of people admitted before their stream was asked for; nil
+	// where the point is the other's.
+	PromotionMS    []*float64 `json:"promotion_ms"`
+	BeforeStreamMS []*float64 `json:"before_stream_ms"`
 }
 
 // chart gathers the series of r's HTTP figures by size.
@@ -103,7 +107,13 @@ func (r *Result) chart() chartData {
 		p := slices.Clone(r.Drop.Promotions)
 		slices.SortStableFunc(p, func(a, b DropPromotion) int { return cmp.Compare(a.T, b.T) })
 		for _, x := range p {
-			c.PromotionT, c.PromotionMS = append(c.PromotionT, x.T), append(c.PromotionMS, x.MS)
+			ms := x.MS
+			c.PromotionT = append(c.PromotionT, x.T)
+			if x.Pushed {
+				c.PromotionMS, c.BeforeStreamMS = append(c.PromotionMS, &ms), append(c.BeforeStreamMS, nil)
+			} else {
+				c.PromotionMS, c.BeforeStreamMS = append(c.PromotionMS, nil), append(c.BeforeStreamMS, &ms)
+			}
 		}
 		d.Drop = c
 	}

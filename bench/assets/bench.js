@@ -52,7 +52,8 @@
         line("sold", css("--c3"), { scale: "sold", points: { show: false } })],
       [d.drop.t, d.drop.crowd_joined, d.drop.sold]);
     timePlot("drop-latency", { y: from0 }, [axis("ms", { size: 60 })],
-      [line("promotion latency", css("--c5"), { width: 0, points: { show: true, size: 5 } })],
-      [d.drop.promotion_t, d.drop.promotion_ms]);
+      [line("pushed", css("--c5"), { width: 0, points: { show: true, size: 5 } }),
+        line("admitted before the stream", css("--c2"), { width: 0, points: { show: true, size: 5 } })],
+      [d.drop.promotion_t, d.drop.promotion_ms, d.drop.before_stream_ms]);
   }
 })();
