@@ -79,7 +79,8 @@ func TestDropHTML(t *testing.T) {
 		d.Drop.PromotionMS[0] != nil || *d.Drop.PromotionMS[1] != 30 || *d.Drop.BeforeStreamMS[0] != 12 || d.Drop.BeforeStreamMS[1] != nil {
 		t.Errorf("promotions at %v, want by admission time, pushed and before the stream apart", d.Drop.PromotionT)
 	}
-	for _, want := range []string{`id="drop-progress"`, `id="drop-latency"`, "drop people promotion p99 ms @1M crowd, 1000 people"} {
+	for _, want := range []string{`id="drop-progress"`, `id="drop-latency"`, "drop people promotion p99 ms @1M crowd, 1000 people",
+		`<td>consistency checks failed</td><td>1</td><td class="MISS">MISS</td>`, "999 of 1000 people have a final result"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the page lacks %q", want)
 		}

@@ -25,7 +25,11 @@ type htmlRatio struct{ Name, Value, Target, Verdict string }
 type htmlView struct {
 	Host, Date, Setup, Load string
 	// HTTP and Drop say which charts the page has.
-	HTTP, Drop           bool
+	HTTP, Drop bool
+	// The drop step's section: its title, intro, figures and failed checks.
+	DropTitle, DropIntro string
+	DropRows             []htmlRatio
+	Mismatches           []string
 	Ratios               []htmlRatio
 	UPlotVersion         string
 	UPlotCSS             template.CSS
@@ -131,6 +135,9 @@ func HTML(w io.Writer, r *Result) error {
 	v := htmlView{Host: r.Host, Date: r.Date.UTC().Format("2006-01-02 15:04 UTC"), Setup: setupLine(r), Load: loadLine(r),
 		UPlotVersion: uplot.Version, UPlotCSS: template.CSS(uplot.CSS), UPlotJS: template.JS(uplot.Script()),
 		AppJS: template.JS(pageJS), Data: template.JS(data), HTTP: !r.onlyDrop(), Drop: r.Drop != nil}
+	if d := r.Drop; d != nil {
+		v.DropTitle, v.DropIntro, v.DropRows, v.Mismatches = d.dropTitle(), d.dropIntro(), d.dropRows(), d.Mismatches
+	}
 	for _, x := range r.Ratios {
 		v.Ratios = append(v.Ratios, htmlRatio{Name: x.Name, Value: num(x.Value), Target: x.targetText(), Verdict: x.Verdict()})
 	}

@@ -171,37 +171,56 @@ func secondsText(s float64) string {
 	return num(s) + " s"
 }
 
-// dropMarkdown writes the drop step's section.
-func dropMarkdown(b *strings.Builder, d *DropFigures) {
-	fmt.Fprintf(b, "\n## Practice drop: %s crowd, %d people on SSE\n\n"+
-		"Drop %s (%s, level %s, %d seats). The server plays the crowd through the engine's crowd join; "+
+// dropTitle and dropIntro head the drop step's section.
+func (d *DropFigures) dropTitle() string {
+	return fmt.Sprintf("Practice drop: %s crowd, %d people on SSE", SizeLabel(d.Crowd), d.People)
+}
+
+func (d *DropFigures) dropIntro() string {
+	return fmt.Sprintf("Drop %s (%s, level %s, %d seats). The server plays the crowd through the engine's crowd join; "+
 		"each person makes a guest session, joins at the opening, holds the SSE stream until `admitted`, "+
-		"then reads the seat map and buys a seat.\n\n| figure | value | verdict |\n|---|---:|---|\n",
-		SizeLabel(d.Crowd), d.People, d.ID, d.Scenario, d.Level, d.Seats)
-	fmt.Fprintf(b, "| crowd joined | %d of %d | %s |\n", d.CrowdJoined, d.Crowd, check(d.CrowdJoined == int64(d.Crowd)))
-	fmt.Fprintf(b, "| people joined / admitted (%d at their join) / bought a seat | %d / %d / %d | |\n",
-		d.AdmittedAtJoin, d.PeopleJoined, d.PeopleAdmitted, d.PeopleBought)
-	fmt.Fprintf(b, "| people's promotion latency p50 / p90 / p99 / max, admitted with the stream open (%d pushed, %d duplicates) | %s / %s / %s / %s ms | |\n",
-		d.Latency.Count, d.Duplicates, num(d.Latency.P50), num(d.Latency.P90), num(d.Latency.P99), num(d.Latency.Max))
-	fmt.Fprintf(b, "| the same with the %d admitted before their stream was asked for (`admitted` its first message) | %s / %s / %s / %s ms | |\n",
-		d.BeforeStream, num(d.LatencyAll.P50), num(d.LatencyAll.P90), num(d.LatencyAll.P99), num(d.LatencyAll.Max))
-	fmt.Fprintf(b, "| Redis CPU per virtual user joined (%s s from the opening to the end) | %s µs | |\n", num(d.RedisCPUS), num(d.RedisCPUPerCrowdUS))
-	fmt.Fprintf(b, "| server CPU per virtual user joined (%s s) | %s µs | |\n", num(d.ServerCPUS), num(d.ServerCPUPerCrowdUS))
-	fmt.Fprintf(b, "| server RSS peak | %s MB | |\n", num(d.ServerRSSPeakMB))
-	fmt.Fprintf(b, "| opening to the whole crowd joined | %s | |\n", secondsText(d.CrowdJoinedS))
-	fmt.Fprintf(b, "| opening to sold out (%d of %d seats sold) | %s | |\n", d.Sold, d.Seats, secondsText(d.SoldOutS))
-	fmt.Fprintf(b, "| opening to the drop finished | %s | |\n", secondsText(d.FinishedS))
+		"then reads the seat map and buys a seat.", d.ID, d.Scenario, d.Level, d.Seats)
+}
+
+// dropRows are the drop step's figures and checks, for both reports.
+func (d *DropFigures) dropRows() []htmlRatio {
 	outcomes := make([]string, 0, len(d.Outcomes))
 	for _, o := range []string{"seat", "sold_out", "expired", "left", "waiting"} {
 		if n := d.Outcomes[o]; n > 0 {
 			outcomes = append(outcomes, fmt.Sprintf("%s %d", o, n))
 		}
 	}
-	fmt.Fprintf(b, "| people with a final result (%s) | %d of %d | %s |\n", strings.Join(outcomes, ", "),
-		d.PeopleWithResult, d.People, check(d.PeopleWithResult == d.People))
-	fmt.Fprintf(b, "| seats sold twice (API, results, Redis seat map with %d, SQL with %d orders and %d conflicts) | %d | %s |\n",
-		d.SeatMapSold, d.SQLOrders, d.SQLConflicts, d.SoldTwice, check(d.SoldTwice == 0 && d.SQLConflicts == 0))
-	fmt.Fprintf(b, "| consistency checks failed | %d | %s |\n", len(d.Mismatches), check(len(d.Mismatches) == 0))
+	return []htmlRatio{
+		{Name: "crowd joined", Value: fmt.Sprintf("%d of %d", d.CrowdJoined, d.Crowd), Verdict: check(d.CrowdJoined == int64(d.Crowd))},
+		{Name: fmt.Sprintf("people joined / admitted (%d at their join) / bought a seat", d.AdmittedAtJoin),
+			Value: fmt.Sprintf("%d / %d / %d", d.PeopleJoined, d.PeopleAdmitted, d.PeopleBought)},
+		{Name: fmt.Sprintf("people's promotion latency p50 / p90 / p99 / max, admitted with the stream open (%d pushed, %d duplicates)",
+			d.Latency.Count, d.Duplicates),
+			Value: fmt.Sprintf("%s / %s / %s / %s ms", num(d.Latency.P50), num(d.Latency.P90), num(d.Latency.P99), num(d.Latency.Max))},
+		{Name: fmt.Sprintf("the same with the %d admitted before their stream was asked for (`admitted` its first message)", d.BeforeStream),
+			Value: fmt.Sprintf("%s / %s / %s / %s ms", num(d.LatencyAll.P50), num(d.LatencyAll.P90), num(d.LatencyAll.P99), num(d.LatencyAll.Max))},
+		{Name: fmt.Sprintf("Redis CPU per virtual user joined (%s s from the opening to the end)", num(d.RedisCPUS)),
+			Value: num(d.RedisCPUPerCrowdUS) + " µs"},
+		{Name: fmt.Sprintf("server CPU per virtual user joined (%s s)", num(d.ServerCPUS)), Value: num(d.ServerCPUPerCrowdUS) + " µs"},
+		{Name: "server RSS peak", Value: num(d.ServerRSSPeakMB) + " MB"},
+		{Name: "opening to the whole crowd joined", Value: secondsText(d.CrowdJoinedS)},
+		{Name: fmt.Sprintf("opening to sold out (%d of %d seats sold)", d.Sold, d.Seats), Value: secondsText(d.SoldOutS)},
+		{Name: "opening to the drop finished", Value: secondsText(d.FinishedS)},
+		{Name: fmt.Sprintf("people with a final result (%s)", strings.Join(outcomes, ", ")),
+			Value: fmt.Sprintf("%d of %d", d.PeopleWithResult, d.People), Verdict: check(d.PeopleWithResult == d.People)},
+		{Name: fmt.Sprintf("seats sold twice (API, results, Redis seat map with %d, SQL with %d orders and %d conflicts)",
+			d.SeatMapSold, d.SQLOrders, d.SQLConflicts),
+			Value: fmt.Sprint(d.SoldTwice), Verdict: check(d.SoldTwice == 0 && d.SQLConflicts == 0)},
+		{Name: "consistency checks failed", Value: fmt.Sprint(len(d.Mismatches)), Verdict: check(len(d.Mismatches) == 0)},
+	}
+}
+
+// dropMarkdown writes the drop step's section.
+func dropMarkdown(b *strings.Builder, d *DropFigures) {
+	fmt.Fprintf(b, "\n## %s\n\n%s\n\n| figure | value | verdict |\n|---|---:|---|\n", d.dropTitle(), d.dropIntro())
+	for _, x := range d.dropRows() {
+		fmt.Fprintf(b, "| %s | %s | %s |\n", x.Name, x.Value, x.Verdict)
+	}
 	for _, m := range d.Mismatches {
 		fmt.Fprintf(b, "\n- %s", m)
 	}

@@ -182,7 +182,7 @@ func reportCmd() *cobra.Command {
 				return err
 			}
 			res.ComputeRatios()
-			paths, err := res.WriteFiles(filepath.Dir(args[0]))
+			paths, err := res.WriteFilesNamed(filepath.Dir(args[0]), strings.TrimSuffix(filepath.Base(args[0]), ".json"))
 			if err != nil {
 				return err
 			}
