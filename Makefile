@@ -15,7 +15,7 @@ TESTPKGS  := ./server/app ./web ./bench ./simulator/engine $(PKGS)
 # pipefail: a test run piped into testsummary fails when go test does.
 SHELL     := bash
 
-.PHONY: run build test test-short lint fuzz bench bench-go bench-compare bench-push deps test-deps
+.PHONY: run build test test-short lint fuzz bench bench-go bench-compare bench-push bench-drop deps test-deps
 
 ## run: the server on its embedded default (private redis-server or miniredis, SQLite in ./data) plus the web page
 run: deps build
@@ -73,6 +73,10 @@ bench-compare: build
 ## bench-push: 10,000 SSE streams against one server process, all promoted (latency, RSS, Redis commands per tick)
 bench-push: deps build
 	$(BIN)/rushline-bench push --streams 10000 --out bench/push-latest.json
+
+## bench-drop: one practice drop, a 1,000,000 crowd and 1,000 people on SSE (Redis CPU per virtual user, promotion latency, RSS, sold out)
+bench-drop: deps build
+	$(BIN)/rushline-bench drop --crowd 1000000 --people 1000 --out bench/results
 
 # install installs a Debian package (the second argument, default the command's name) when its command is missing (root or sudo).
 define install

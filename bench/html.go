@@ -1,10 +1,12 @@
 package bench
 
 import (
+	"cmp"
 	_ "embed"
 	"encoding/json"
 	"html/template"
 	"io"
+	"slices"
 
 	"github.com/rushline/rushline/internal/uplot"
 )
@@ -22,10 +24,16 @@ type htmlRatio struct{ Name, Value, Target, Verdict string }
 
 type htmlView struct {
 	Host, Date, Setup, Load string
-	Ratios                  []htmlRatio
-	UPlotVersion            string
-	UPlotCSS                template.CSS
-	UPlotJS, AppJS, Data    template.JS
+	// HTTP and Drop say which charts the page has.
+	HTTP, Drop bool
+	// The drop step's section: its title, intro, figures and failed checks.
+	DropTitle, DropIntro string
+	DropRows             []htmlRatio
+	Mismatches           []string
+	Ratios               []htmlRatio
+	UPlotVersion         string
+	UPlotCSS             template.CSS
+	UPlotJS, AppJS, Data template.JS
 }
 
 // chartOp is one operation's series over the sizes; nil where not measured.
@@ -48,6 +56,21 @@ type chartData struct {
 		NaiveRedis     []*float64 `json:"naive_redis"`
 		RushlineRedis  []*float64 `json:"rushline_redis"`
 	} `json:"cpu"`
+	Drop *dropChart `json:"drop,omitempty"`
+}
+
+// dropChart is the drop step's series: its progress over time from the
+// opening, and each person's promotion latency by admission time.
+type dropChart struct {
+	T           []float64 `json:"t"`
+	CrowdJoined []int64   `json:"crowd_joined"`
+	Sold        []int64   `json:"sold"`
+	PromotionT  []float64 `json:"promotion_t"`
+	// PromotionMS are the pushed promotions' latencies, BeforeStreamMS
+	// those of people admitted before their stream was asked for; nil
+	// where the point is the other's.
+	PromotionMS    []*float64 `json:"promotion_ms"`
+	BeforeStreamMS []*float64 `json:"before_stream_ms"`
 }
 
 // chart gathers the series of r's HTTP figures by size.
@@ -79,6 +102,25 @@ func (r *Result) chart() chartData {
 		d.CPU.NaiveRedis = append(d.CPU.NaiveRedis, at(ServerNaive, OpJoin, n, func(h HTTPFigures) float64 { return h.RedisCPU }))
 		d.CPU.RushlineRedis = append(d.CPU.RushlineRedis, at(ServerRushline, OpJoin, n, func(h HTTPFigures) float64 { return h.RedisCPU }))
 	}
+	if r.Drop != nil {
+		c := &dropChart{}
+		for _, x := range r.Drop.Timeline {
+			c.T, c.CrowdJoined, c.Sold = append(c.T, x.T), append(c.CrowdJoined, x.CrowdJoined), append(c.Sold, x.Sold)
+		}
+		// uPlot wants x ascending: promotions by admission time.
+		p := slices.Clone(r.Drop.Promotions)
+		slices.SortStableFunc(p, func(a, b DropPromotion) int { return cmp.Compare(a.T, b.T) })
+		for _, x := range p {
+			ms := x.MS
+			c.PromotionT = append(c.PromotionT, x.T)
+			if x.Pushed {
+				c.PromotionMS, c.BeforeStreamMS = append(c.PromotionMS, &ms), append(c.BeforeStreamMS, nil)
+			} else {
+				c.PromotionMS, c.BeforeStreamMS = append(c.PromotionMS, nil), append(c.BeforeStreamMS, &ms)
+			}
+		}
+		d.Drop = c
+	}
 	return d
 }
 
@@ -92,7 +134,10 @@ func HTML(w io.Writer, r *Result) error {
 	}
 	v := htmlView{Host: r.Host, Date: r.Date.UTC().Format("2006-01-02 15:04 UTC"), Setup: setupLine(r), Load: loadLine(r),
 		UPlotVersion: uplot.Version, UPlotCSS: template.CSS(uplot.CSS), UPlotJS: template.JS(uplot.Script()),
-		AppJS: template.JS(pageJS), Data: template.JS(data)}
+		AppJS: template.JS(pageJS), Data: template.JS(data), HTTP: !r.onlyDrop(), Drop: r.Drop != nil}
+	if d := r.Drop; d != nil {
+		v.DropTitle, v.DropIntro, v.DropRows, v.Mismatches = d.dropTitle(), d.dropIntro(), d.dropRows(), d.Mismatches
+	}
 	for _, x := range r.Ratios {
 		v.Ratios = append(v.Ratios, htmlRatio{Name: x.Name, Value: num(x.Value), Target: x.targetText(), Verdict: x.Verdict()})
 	}

@@ -20,6 +20,10 @@ func num(v float64) string {
 
 // setupLine says what ran where.
 func setupLine(r *Result) string {
+	if r.onlyDrop() {
+		return fmt.Sprintf("%d CPUs, %s, Redis %s. One rushline-server with its private Redis plays the drop's crowd; "+
+			"the people are simulated over HTTP and SSE by the bench on the same machine.", r.CPUs, r.Go, r.RedisVersion)
+	}
 	return fmt.Sprintf("%d CPUs, %s, Redis %s. %d closed-loop connections; each HTTP figure sums %d round(s) of %s s, "+
 		"the servers taking turns. The load generator, both servers and Redis share the machine.",
 		r.CPUs, r.Go, r.RedisVersion, r.Settings.Connections, max(r.Settings.Rounds, 1), num(r.Settings.DurationS))
@@ -57,6 +61,11 @@ func Markdown(w io.Writer, r *Result) error {
 	b.WriteString("## Targets and ratios\n\n| figure | value | target | verdict |\n|---|---:|---:|---|\n")
 	for _, x := range r.Ratios {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", x.Name, num(x.Value), x.targetText(), x.Verdict())
+	}
+	if r.onlyDrop() {
+		dropMarkdown(&b, r.Drop)
+		_, err := io.WriteString(w, b.String())
+		return err
 	}
 
 	b.WriteString("\n## HTTP: naive baseline vs rushline (same client, same Redis)\n\n" +
@@ -134,6 +143,88 @@ func Markdown(w io.Writer, r *Result) error {
 	fmt.Fprintf(&b, "| Redis bytes per waiting user (over %d joins through rushline) | %s |\n", r.Memory.MeasuredOver, num(r.Memory.RedisBytesPerWaiting))
 	fmt.Fprintf(&b, "| rushline-server RSS after the HTTP loads | %s MB |\n", num(r.Memory.ServerRSSMB))
 	fmt.Fprintf(&b, "| naive baseline RSS after the HTTP loads | %s MB |\n", num(r.Memory.NaiveRSSMB))
+	if r.Drop != nil {
+		dropMarkdown(&b, r.Drop)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// onlyDrop is true for a result of the drop step alone.
+func (r *Result) onlyDrop() bool {
+	return r.Drop != nil && len(r.HTTP) == 0 && len(r.RedisBenchmark) == 0 && r.Push.Streams == 0 && r.Admission.Promoted == 0
+}
+
+// check is PASS when ok, else MISS.
+func check(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "MISS"
+}
+
+// secondsText is a time from the opening, or "—" when it did not happen.
+func secondsText(s float64) string {
+	if s == 0 {
+		return "—"
+	}
+	return num(s) + " s"
+}
+
+// dropTitle and dropIntro head the drop step's section.
+func (d *DropFigures) dropTitle() string {
+	return fmt.Sprintf("Practice drop: %s crowd, %d people on SSE", SizeLabel(d.Crowd), d.People)
+}
+
+func (d *DropFigures) dropIntro() string {
+	return fmt.Sprintf("Drop %s (%s, level %s, %d seats). The server plays the crowd through the engine's crowd join; "+
+		"each person makes a guest session, joins at the opening, holds the SSE stream until `admitted`, "+
+		"then reads the seat map and buys a seat.", d.ID, d.Scenario, d.Level, d.Seats)
+}
+
+// dropRows are the drop step's figures and checks, for both reports.
+func (d *DropFigures) dropRows() []htmlRatio {
+	outcomes := make([]string, 0, len(d.Outcomes))
+	for _, o := range []string{"seat", "sold_out", "expired", "left", "waiting"} {
+		if n := d.Outcomes[o]; n > 0 {
+			outcomes = append(outcomes, fmt.Sprintf("%s %d", o, n))
+		}
+	}
+	return []htmlRatio{
+		{Name: "crowd joined", Value: fmt.Sprintf("%d of %d", d.CrowdJoined, d.Crowd), Verdict: check(d.CrowdJoined == int64(d.Crowd))},
+		{Name: fmt.Sprintf("people joined / admitted (%d at their join) / bought a seat", d.AdmittedAtJoin),
+			Value: fmt.Sprintf("%d / %d / %d", d.PeopleJoined, d.PeopleAdmitted, d.PeopleBought)},
+		{Name: fmt.Sprintf("people's promotion latency p50 / p90 / p99 / max, admitted with the stream open (%d pushed, %d duplicates)",
+			d.Latency.Count, d.Duplicates),
+			Value: fmt.Sprintf("%s / %s / %s / %s ms", num(d.Latency.P50), num(d.Latency.P90), num(d.Latency.P99), num(d.Latency.Max))},
+		{Name: fmt.Sprintf("the same with the %d admitted before their stream was asked for (`admitted` its first message)", d.BeforeStream),
+			Value: fmt.Sprintf("%s / %s / %s / %s ms", num(d.LatencyAll.P50), num(d.LatencyAll.P90), num(d.LatencyAll.P99), num(d.LatencyAll.Max))},
+		{Name: fmt.Sprintf("Redis CPU per virtual user joined (%s s from the opening to the end)", num(d.RedisCPUS)),
+			Value: num(d.RedisCPUPerCrowdUS) + " µs"},
+		{Name: fmt.Sprintf("server CPU per virtual user joined (%s s)", num(d.ServerCPUS)), Value: num(d.ServerCPUPerCrowdUS) + " µs"},
+		{Name: "server RSS peak", Value: num(d.ServerRSSPeakMB) + " MB"},
+		{Name: "opening to the whole crowd joined", Value: secondsText(d.CrowdJoinedS)},
+		{Name: fmt.Sprintf("opening to sold out (%d of %d seats sold)", d.Sold, d.Seats), Value: secondsText(d.SoldOutS)},
+		{Name: "opening to the drop finished", Value: secondsText(d.FinishedS)},
+		{Name: fmt.Sprintf("people with a final result (%s)", strings.Join(outcomes, ", ")),
+			Value: fmt.Sprintf("%d of %d", d.PeopleWithResult, d.People), Verdict: check(d.PeopleWithResult == d.People)},
+		{Name: fmt.Sprintf("seats sold twice (API, results, Redis seat map with %d, SQL with %d orders and %d conflicts)",
+			d.SeatMapSold, d.SQLOrders, d.SQLConflicts),
+			Value: fmt.Sprint(d.SoldTwice), Verdict: check(d.SoldTwice == 0 && d.SQLConflicts == 0)},
+		{Name: "consistency checks failed", Value: fmt.Sprint(len(d.Mismatches)), Verdict: check(len(d.Mismatches) == 0)},
+	}
+}
+
+// dropMarkdown writes the drop step's section.
+func dropMarkdown(b *strings.Builder, d *DropFigures) {
+	fmt.Fprintf(b, "\n## %s\n\n%s\n\n| figure | value | verdict |\n|---|---:|---|\n", d.dropTitle(), d.dropIntro())
+	for _, x := range d.dropRows() {
+		fmt.Fprintf(b, "| %s | %s | %s |\n", x.Name, x.Value, x.Verdict)
+	}
+	for _, m := range d.Mismatches {
+		fmt.Fprintf(b, "\n- %s", m)
+	}
+	if len(d.Mismatches) > 0 {
+		b.WriteString("\n")
+	}
 }

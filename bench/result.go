@@ -30,7 +30,9 @@ type Result struct {
 	Admission      Admission        `json:"admission"`
 	Push           PushFigures      `json:"push"`
 	Memory         Memory           `json:"memory"`
-	Ratios         []Ratio          `json:"ratios"`
+	// Drop is the practice drop step's figures (absent when not run).
+	Drop   *DropFigures `json:"drop,omitempty"`
+	Ratios []Ratio      `json:"ratios"`
 }
 
 // Settings are the knobs a run used.
@@ -213,8 +215,31 @@ func (r *Result) ComputeRatios() {
 			Value: r.Push.P99, Target: p99Target, LowerIsBetter: true})
 		add(fmt.Sprintf("server RSS MB @%d streams", r.Push.Streams), r.Push.ServerRSSMB, 1, rssTarget, true)
 	}
+	r.dropRatios()
 	add("admission promotions/s", r.Admission.PromotionsPerS, 1, TargetPromotionsPerS, false)
 	add("redis bytes per waiting user", r.Memory.RedisBytesPerWaiting, 1, TargetBytesPerWait, true)
+}
+
+// dropRatios adds the drop's figures with their targets, which are set for
+// a TargetDropCrowd crowd and TargetDropPeople people: smaller drops are
+// informational.
+func (r *Result) dropRatios() {
+	d := r.Drop
+	if d == nil || d.CrowdJoined == 0 {
+		return
+	}
+	full := d.Crowd >= TargetDropCrowd && d.People >= TargetDropPeople
+	target := func(t float64) float64 {
+		if full {
+			return t
+		}
+		return 0
+	}
+	at := fmt.Sprintf(" @%s crowd, %d people", SizeLabel(d.Crowd), d.People)
+	r.Ratios = append(r.Ratios,
+		Ratio{Name: "drop crowd Redis CPU µs per virtual user" + at, Value: d.RedisCPUPerCrowdUS, Target: target(TargetDropRedisCPUUS), LowerIsBetter: true},
+		Ratio{Name: "drop people promotion p99 ms" + at, Value: d.Latency.P99, Target: target(TargetDropPromotionP99), LowerIsBetter: true},
+		Ratio{Name: "drop server RSS peak MB" + at, Value: d.ServerRSSPeakMB, Target: target(TargetDropRSSMB), LowerIsBetter: true})
 }
 
 // SizeLabel writes a line length the short way: 1k, 100k, 1M, 250.
@@ -247,6 +272,12 @@ func (r *Result) BaseName() string { return r.Date.UTC().Format("2006-01-02") + 
 // WriteFiles writes <dir>/<date>-<host>.json, .md and .html and returns
 // their paths in that order.
 func (r *Result) WriteFiles(dir string) ([]string, error) {
+	return r.WriteFilesNamed(dir, r.BaseName())
+}
+
+// WriteFilesNamed writes <dir>/<base>.json, .md and .html and returns their
+// paths in that order.
+func (r *Result) WriteFilesNamed(dir, base string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -254,7 +285,7 @@ func (r *Result) WriteFiles(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := filepath.Join(dir, r.BaseName())
+	base = filepath.Join(dir, base)
 	paths := []string{base + ".json", base + ".md", base + ".html"}
 	if err := os.WriteFile(paths[0], append(b, '\n'), 0o644); err != nil {
 		return nil, err

@@ -52,6 +52,9 @@ type RunConfig struct {
 	// Warmup is how long each server takes joins before anything is
 	// recorded; 0 is DefaultWarmup.
 	Warmup time.Duration
+	// Drop sets up the practice drop step (its ServerBin and Progress come
+	// from the run's); a zero Drop.Crowd and Drop.People skip it.
+	Drop DropConfig
 	// Host names the machine in the result.
 	Host string
 	// Progress gets a line per step with a rough ETA.
@@ -66,7 +69,7 @@ func DefaultRunConfig() RunConfig {
 		RedisBenchmarkBin: "redis-benchmark", Sizes: []int{1000, 100_000, 1_000_000},
 		Duration: 5 * time.Second, Rounds: 3, Connections: 64, RedisBenchmarkRequests: 100_000,
 		AdmissionWaiting: 200_000, AdmissionBatch: 10_000, Streams: 10_000, PushQuiet: 2 * time.Second,
-		Host: host,
+		Drop: DefaultDropConfig(), Host: host,
 	}
 }
 
@@ -234,6 +237,10 @@ func (r *runner) steps() []step {
 	}
 	s = append(s, step{"server RSS; stop servers and redis", 2 * time.Second, r.stopServers})
 	s = append(s, step{fmt.Sprintf("push: %d SSE streams, all promoted", c.Streams), seconds(c.Streams, 500) + c.PushQuiet + 5*time.Second, r.push})
+	if c.Drop.Crowd > 0 || c.Drop.People > 0 {
+		s = append(s, step{fmt.Sprintf("drop: %s crowd, %d people on SSE", SizeLabel(c.Drop.Crowd), c.Drop.People),
+			c.Drop.Lead + seconds(c.Drop.Crowd, 20_000) + seconds(c.Drop.People, 200), r.drop})
+	}
 	return s
 }
 
@@ -570,4 +577,15 @@ func (r *runner) push(ctx context.Context) error {
 		r.res.Push.PromotionsPerS = float64(p.Admitted) / p.PromotionSeconds
 	}
 	return nil
+}
+
+func (r *runner) drop(ctx context.Context) error {
+	cfg := r.cfg.Drop
+	cfg.ServerBin, cfg.Progress = r.cfg.ServerBin, r.cfg.Progress
+	d, err := Drop(ctx, cfg)
+	r.res.Drop = d
+	if err == nil && r.res.RedisVersion == "" {
+		r.res.RedisVersion = d.redisVersion
+	}
+	return err
 }

@@ -25,14 +25,35 @@
     window.addEventListener("resize", function () { u.setSize({ width: Math.max(el.clientWidth, 280), height: 260 }); });
   }
   var dash = { dash: [6, 4] };
-  plot("join", "joins/s", [line("naive", css("--c2")), line("rushline", css("--c1")), line("floor", css("--muted"), dash)],
-    [d.join.naive, d.join.rushline, d.join.floor]);
-  plot("status", "reads/s", [line("naive", css("--c2")), line("rushline", css("--c1")), line("floor", css("--muted"), dash)],
-    [d.status.naive, d.status.rushline, d.status.floor]);
-  plot("p99", "ms", [line("join naive", css("--c2")), line("join rushline", css("--c1")),
-    line("status naive", css("--c2"), dash), line("status rushline", css("--c1"), dash)],
-    [d.join.naive_p99, d.join.rushline_p99, d.status.naive_p99, d.status.rushline_p99]);
-  plot("cpu", "µs per join", [line("naive server", css("--c2")), line("rushline server", css("--c1")),
-    line("Redis under naive", css("--c2"), dash), line("Redis under rushline", css("--c1"), dash)],
-    [d.cpu.naive_server, d.cpu.rushline_server, d.cpu.naive_redis, d.cpu.rushline_redis]);
+  if (d.join.naive) {
+    plot("join", "joins/s", [line("naive", css("--c2")), line("rushline", css("--c1")), line("floor", css("--muted"), dash)],
+      [d.join.naive, d.join.rushline, d.join.floor]);
+    plot("status", "reads/s", [line("naive", css("--c2")), line("rushline", css("--c1")), line("floor", css("--muted"), dash)],
+      [d.status.naive, d.status.rushline, d.status.floor]);
+    plot("p99", "ms", [line("join naive", css("--c2")), line("join rushline", css("--c1")),
+      line("status naive", css("--c2"), dash), line("status rushline", css("--c1"), dash)],
+      [d.join.naive_p99, d.join.rushline_p99, d.status.naive_p99, d.status.rushline_p99]);
+    plot("cpu", "µs per join", [line("naive server", css("--c2")), line("rushline server", css("--c1")),
+      line("Redis under naive", css("--c2"), dash), line("Redis under rushline", css("--c1"), dash)],
+      [d.cpu.naive_server, d.cpu.rushline_server, d.cpu.naive_redis, d.cpu.rushline_redis]);
+  }
+  function timePlot(id, scales, axes, series, data) {
+    var el = document.getElementById(id);
+    var o = { width: Math.max(el.clientWidth, 280), height: 260, scales: Object.assign({ x: { time: false } }, scales),
+      axes: [axis("s from the opening")].concat(axes), series: [{ label: "s" }].concat(series) };
+    var u = new uPlot(o, data, el);
+    window.addEventListener("resize", function () { u.setSize({ width: Math.max(el.clientWidth, 280), height: 260 }); });
+  }
+  if (d.drop) {
+    var from0 = { range: function (u, min, max) { return [0, Math.max(max, 1) * 1.1]; } };
+    timePlot("drop-progress", { crowd: from0, sold: from0 },
+      [axis("crowd joined", { scale: "crowd", size: 70 }), axis("sold", { scale: "sold", side: 1, size: 60, grid: { show: false } })],
+      [line("crowd joined", css("--c1"), { scale: "crowd", points: { show: false } }),
+        line("sold", css("--c3"), { scale: "sold", points: { show: false } })],
+      [d.drop.t, d.drop.crowd_joined, d.drop.sold]);
+    timePlot("drop-latency", { y: from0 }, [axis("ms", { size: 60 })],
+      [line("pushed", css("--c5"), { width: 0, points: { show: true, size: 5 } }),
+        line("admitted before the stream", css("--c2"), { width: 0, points: { show: true, size: 5 } })],
+      [d.drop.promotion_t, d.drop.promotion_ms, d.drop.before_stream_ms]);
+  }
 })();

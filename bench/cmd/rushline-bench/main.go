@@ -21,7 +21,7 @@ import (
 
 func main() {
 	root := &cobra.Command{Use: "rushline-bench", Short: "Measure rushline on this machine", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(pushCmd(), runCmd(), naiveCmd(), compareCmd(), reportCmd())
+	root.AddCommand(pushCmd(), dropCmd(), runCmd(), naiveCmd(), compareCmd(), reportCmd())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -58,6 +58,45 @@ func pushCmd() *cobra.Command {
 	f.DurationVar(&cfg.Quiet, "quiet", 5*time.Second, "how long to count Redis commands with every stream open and nothing moving")
 	f.StringVar(&cfg.ProfileDir, "profile", "", "save the server's heap, allocs and goroutine profiles, taken with every stream open, into this folder")
 	f.StringVar(&out, "out", "", "also write the JSON result to this file")
+	return cmd
+}
+
+func dropCmd() *cobra.Command {
+	cfg := bench.DefaultDropConfig()
+	cfg.Progress = os.Stderr
+	host, _ := os.Hostname()
+	var out string
+	cmd := &cobra.Command{
+		Use:   "drop",
+		Short: "Play one practice drop: a crowd the server plays and people on SSE; CPU, promotion latency, RSS, sold out, consistency",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := bench.RunDrop(cmd.Context(), cfg, host)
+			if err != nil {
+				return err
+			}
+			paths, err := res.WriteFilesNamed(out, res.Date.Format("2006-01-02")+"-drop")
+			if err != nil {
+				return err
+			}
+			if err := bench.Markdown(os.Stdout, res); err != nil {
+				return err
+			}
+			fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(paths, ", "))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.ServerBin, "server", cfg.ServerBin, "rushline-server binary")
+	f.IntVar(&cfg.Crowd, "crowd", cfg.Crowd, "virtual users of the drop's crowd (0–1,000,000)")
+	f.IntVar(&cfg.People, "people", cfg.People, "people racing the drop over HTTP and SSE")
+	f.IntVar(&cfg.Seats, "seats", cfg.Seats, "seats of the drop")
+	f.StringVar(&cfg.Scenario, "scenario", cfg.Scenario, "scenario of the drop (its arrival curve and event settings)")
+	f.StringVar(&cfg.Level, "level", cfg.Level, "level of the crowd: easy, normal or hard")
+	f.DurationVar(&cfg.Spread, "spread", cfg.Spread, "the people join evenly over this long from the opening")
+	f.DurationVar(&cfg.Limit, "limit", cfg.Limit, "give up when the drop is not finished this long after its opening")
+	f.StringVar(&host, "host", host, "machine name in the result")
+	f.StringVar(&out, "out", "bench/results", "folder for <date>-drop.json, .md and .html")
 	return cmd
 }
 
@@ -102,6 +141,8 @@ func runCmd() *cobra.Command {
 	f.IntVar(&cfg.AdmissionBatch, "admission-batch", cfg.AdmissionBatch, "admit_batch of the admission step")
 	f.IntVar(&cfg.Streams, "streams", cfg.Streams, "SSE streams held in the push step")
 	f.DurationVar(&cfg.PushQuiet, "push-quiet", cfg.PushQuiet, "how long the push step counts Redis commands with every stream open")
+	f.IntVar(&cfg.Drop.Crowd, "drop-crowd", cfg.Drop.Crowd, "virtual users of the drop step's crowd (0 with --drop-people 0 skips the step)")
+	f.IntVar(&cfg.Drop.People, "drop-people", cfg.Drop.People, "people racing the drop step over SSE")
 	f.StringVar(&cfg.Host, "host", cfg.Host, "machine name in the result file name")
 	f.StringVar(&out, "out", "bench/results", "folder for <date>-<host>.json and .md")
 	return cmd
@@ -141,7 +182,7 @@ func reportCmd() *cobra.Command {
 				return err
 			}
 			res.ComputeRatios()
-			paths, err := res.WriteFiles(filepath.Dir(args[0]))
+			paths, err := res.WriteFilesNamed(filepath.Dir(args[0]), strings.TrimSuffix(filepath.Base(args[0]), ".json"))
 			if err != nil {
 				return err
 			}
