@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"math"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -56,7 +57,12 @@ func parseRedisBenchmarkCSV(out []byte) (RedisBenchmark, error) {
 		if !ok || i >= len(rows[1]) {
 			return 0, fmt.Errorf("bench: redis-benchmark output has no %q column", name)
 		}
-		return strconv.ParseFloat(rows[1][i], 64)
+		v, err := strconv.ParseFloat(rows[1][i], 64)
+		if err == nil && (math.IsInf(v, 0) || math.IsNaN(v)) {
+			// A run too short to time prints "inf", which JSON cannot hold.
+			err = fmt.Errorf("bench: redis-benchmark %s is %q: the run was too short to time", name, rows[1][i])
+		}
+		return v, err
 	}
 	var rb RedisBenchmark
 	rb.Name = rows[1][0]

@@ -16,6 +16,8 @@ func TestParseRedisBenchmarkCSV(t *testing.T) {
 		{name: "no p99", out: "\"test\",\"rps\"\n\"ZADD\",\"1000\"\n", err: true},
 		// nothing measured
 		{name: "empty", out: "", err: true},
+		// a run too short to time: no +Inf may reach the result's JSON
+		{name: "inf", out: "\"test\",\"rps\",\"p50_latency_ms\",\"p99_latency_ms\"\n\"ZADD\",\"inf\",\"0.1\",\"0.2\"\n", err: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseRedisBenchmarkCSV([]byte(tc.out))
