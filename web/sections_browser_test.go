@@ -20,6 +20,9 @@ func chooseSection(sel, id string) chromedp.Action[chromedp.Void] {
 // the waiting room shows the first section with a chooser of all three, and
 // a person picks the last section and buys its last seat.
 func TestWaitingRoomSeatSections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: runs in make test")
+	}
 	srv, base := MustStartServer(t)
 	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
 	MustCall(t, "POST", base+"/api/v1/admin/events", admin, map[string]any{
@@ -64,6 +67,9 @@ func TestWaitingRoomSeatSections(t *testing.T) {
 // seats come by section, and the practice page lets the person pick the
 // second section and buy a seat there.
 func TestPracticeSeatSections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: runs in make test")
+	}
 	sc, err := scenario.Load("testdata/browser-sections.yaml")
 	if err != nil {
 		t.Fatal(err)

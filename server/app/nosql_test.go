@@ -25,6 +25,9 @@ import (
 // proxy lets connections through, the server makes the schema, the audit
 // trail of the outage lands, and admin writes work.
 func TestStartWithoutSQL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fault test: runs in make test")
+	}
 	const (
 		event  = "nosql"
 		joined = 40

@@ -153,6 +153,9 @@ func TestBatchHammer(t *testing.T) {
 }
 
 func TestBatchCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3-master Redis Cluster: runs in make test")
+	}
 	c := redistest.MustCluster(t, 3)
 	cc := redistest.MustClusterClient(t, c)
 	eng := MustBatchedEngine(t, cc, queue.DefaultBatching)

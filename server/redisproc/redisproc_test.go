@@ -297,6 +297,9 @@ func TestAvailable(t *testing.T) {
 }
 
 func TestCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3-master Redis Cluster: runs in make test")
+	}
 	ctx := testContext(t)
 	cl := redistest.MustCluster(t, 3)
 	if n := len(cl.Addrs()); n != 3 {
