@@ -13,7 +13,9 @@ func (e *Engine) DropEvent(ctx context.Context, eventID string) error {
 	if err := e.rdb.SRem(ctx, eventsKey, eventID).Err(); err != nil {
 		return fmt.Errorf("queue: drop %s: %w", eventID, storeErr(ctx, err))
 	}
-	if err := e.rdb.Del(ctx, Keys(eventID)...).Err(); err != nil {
+	// UNLINK frees a long line's memory in the background; DEL would hold
+	// Redis while it does.
+	if err := e.rdb.Unlink(ctx, Keys(eventID)...).Err(); err != nil {
 		return fmt.Errorf("queue: drop %s: %w", eventID, storeErr(ctx, err))
 	}
 	return nil

@@ -136,7 +136,7 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) error {
 			return queue.Errorf(queue.CodeBadRequest, "record %d: stream id and event id are required", i)
 		}
 		at := utc(r.At)
-		transitions = append(transitions, r.ID, r.EventID, r.Seq, r.UserID, string(st), at, string(r.Lane))
+		transitions = append(transitions, r.Key(), r.EventID, r.Seq, r.UserID, string(st), at, string(r.Lane))
 		if r.PriorityCode != "" {
 			redeemed = append(redeemed, r)
 		}
