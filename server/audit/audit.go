@@ -190,10 +190,12 @@ func (w *Worker) event(ctx context.Context, id string, claim, trim bool) (writte
 	if err != nil || len(recs) == 0 {
 		return 0, 0, err
 	}
-	acks := make([]string, len(recs))
+	acks := make([]string, 0, len(recs))
 	kept := recs[:0]
-	for i, r := range recs {
-		acks[i] = r.ID
+	for _, r := range recs {
+		if len(acks) == 0 || acks[len(acks)-1] != r.ID { // a batch entry's records share its id
+			acks = append(acks, r.ID)
+		}
 		if r.Kind == "" {
 			// Trimmed from the stream (over MAXLEN) before it was written.
 			w.log.Error("audit: record lost to stream trimming", "event", id, "id", r.ID)

@@ -243,22 +243,18 @@ func TestAdmittedExactlyOnceInOrder(t *testing.T) {
 			lastPos[i] = w.pos
 		}
 	}
-	type arrival struct {
-		seq int64
-		id  string
-	}
-	got := make([]arrival, users)
+	got := make([]queue.Record, users)
 	for i, w := range ws {
 		if w.final.Seq != w.en.Seq || w.final.UserID != w.en.UserID {
 			t.Fatalf("%s (seq %d) got the record of %s (seq %d)", w.en.UserID, w.en.Seq, w.final.UserID, w.final.Seq)
 		}
-		got[i] = arrival{seq: w.en.Seq, id: w.final.ID}
+		got[i] = *w.final
 	}
-	slices.SortFunc(got, func(x, y arrival) int { return int(x.seq - y.seq) })
+	slices.SortFunc(got, func(x, y queue.Record) int { return int(x.Seq - y.Seq) })
 	for i := 1; i < len(got); i++ {
-		if queue.CompareIDs(got[i-1].id, got[i].id) >= 0 {
+		if queue.CompareRecords(got[i-1], got[i]) >= 0 {
 			t.Fatalf("FIFO inversion: seq %d admitted by record %s, seq %d by earlier record %s",
-				got[i-1].seq, got[i-1].id, got[i].seq, got[i].id)
+				got[i-1].Seq, got[i-1].Key(), got[i].Seq, got[i].Key())
 		}
 	}
 }

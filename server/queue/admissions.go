@@ -31,8 +31,12 @@ func (e *Engine) Admissions(ctx context.Context, eventID string, limit int) ([]R
 			return nil, fmt.Errorf("queue: admissions %s: %w", eventID, storeErr(ctx, err))
 		}
 		for _, m := range ms {
-			if r := parseRecord(eventID, m); r.Kind == RecordAdmitted && len(out) < limit {
-				out = append(out, r)
+			// A batch entry's records are oldest first: read them backwards.
+			recs := appendRecords(nil, eventID, m)
+			for i := len(recs) - 1; i >= 0 && len(out) < limit; i-- {
+				if recs[i].Kind == RecordAdmitted {
+					out = append(out, recs[i])
+				}
 			}
 		}
 		if len(ms) < admissionsChunk {

@@ -13,7 +13,8 @@ func (e *Engine) DropEvent(ctx context.Context, eventID string) error {
 	if err := e.rdb.SRem(ctx, eventsKey, eventID).Err(); err != nil {
 		return fmt.Errorf("queue: drop %s: %w", eventID, storeErr(ctx, err))
 	}
-	// UNLINK frees in the background: a drop's line may hold a million users.
+	// UNLINK frees a long line's memory in the background (a drop's line may
+	// hold a million users); DEL would hold Redis while it does.
 	if err := e.rdb.Unlink(ctx, append(Keys(eventID), CrowdKeys(eventID)...)...).Err(); err != nil {
 		return fmt.Errorf("queue: drop %s: %w", eventID, storeErr(ctx, err))
 	}

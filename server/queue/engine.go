@@ -22,6 +22,10 @@ const (
 	DefaultStreamMaxLen = 1_000_000
 	// DefaultExpireLimit is how many active windows one sweep ends at most.
 	DefaultExpireLimit = 10_000
+	// DefaultChunk is the most attempts one script call promotes, expires
+	// or restores: work that grows with a line goes in calls of this size,
+	// so no call holds Redis (and every other command on it) for long.
+	DefaultChunk = 100
 )
 
 // eventsKey is the set of all event ids. It lives outside every event's slot
@@ -83,6 +87,7 @@ type Engine struct {
 	now         func() time.Time
 	maxLen      int64
 	expireLimit int
+	chunk       int
 	batching    Batching
 	batch       *batcher
 	lost        func(ctx context.Context, eventID string) bool
@@ -108,6 +113,14 @@ func WithLost(lost func(ctx context.Context, eventID string) bool) Option {
 	return func(e *Engine) { e.lost = lost }
 }
 
+// MaxChunk is the largest chunk WithChunk takes: a call hands Redis's Lua
+// two or seven values per attempt at once, and it takes at most 8,000.
+const MaxChunk = 1000
+
+// WithChunk sets the most attempts one script call promotes, expires or
+// restores (DefaultChunk), 1 to MaxChunk.
+func WithChunk(n int) Option { return func(e *Engine) { e.chunk = min(max(n, 1), MaxChunk) } }
+
 // New returns an engine on rdb. tokenKey signs queue tokens; every replica
 // must use the same key.
 func New(rdb redis.UniversalClient, tokenKey []byte, opts ...Option) *Engine {
@@ -117,6 +130,7 @@ func New(rdb redis.UniversalClient, tokenKey []byte, opts ...Option) *Engine {
 		now:         time.Now,
 		maxLen:      DefaultStreamMaxLen,
 		expireLimit: DefaultExpireLimit,
+		chunk:       DefaultChunk,
 		batching:    DefaultBatching,
 	}
 	for _, o := range opts {
@@ -704,19 +718,29 @@ type SweepResult struct {
 }
 
 // Expire ends the active windows of eventID that have run out, under the
-// admission lease held by replica for lease.
+// admission lease held by replica for lease: at most the engine's expire
+// limit (WithExpireLimit) in script calls of at most its chunk each. Wait is
+// 0 while a tick is left unfinished, so the ticker finishes it at once.
 func (e *Engine) Expire(ctx context.Context, eventID, replica string, lease time.Duration) (SweepResult, error) {
-	r, err := e.run(ctx, scriptExpire, eventID, replica, lease.Milliseconds(), e.expireLimit)
-	if err != nil {
-		return SweepResult{}, fmt.Errorf("queue: expire %s: %w", eventID, err)
-	}
-	switch r[0].(string) {
-	case "LEADER":
-		return SweepResult{Leader: true, Expired: int(toInt(r[1])), Wait: time.Duration(toInt(r[2])) * time.Millisecond}, nil
-	case "FOLLOWER":
-		return SweepResult{Wait: time.Duration(toInt(r[1])) * time.Millisecond}, nil
-	default:
-		return SweepResult{Gone: true}, nil
+	var res SweepResult
+	for {
+		limit := min(e.chunk, e.expireLimit-res.Expired)
+		r, err := e.run(ctx, scriptExpire, eventID, replica, lease.Milliseconds(), limit)
+		if err != nil {
+			return res, fmt.Errorf("queue: expire %s: %w", eventID, err)
+		}
+		switch r[0].(string) {
+		case "LEADER":
+			n := int(toInt(r[1]))
+			res.Leader, res.Expired, res.Wait = true, res.Expired+n, time.Duration(toInt(r[2]))*time.Millisecond
+			if n < limit || res.Expired >= e.expireLimit {
+				return res, nil
+			}
+		case "FOLLOWER":
+			return SweepResult{Wait: time.Duration(toInt(r[1])) * time.Millisecond}, nil
+		default:
+			return SweepResult{Gone: true}, nil
+		}
 	}
 }
 
@@ -745,26 +769,49 @@ const NoLoad = -1
 // downstream is taken as down and adaptive promotion pauses.
 const LoadStale = 10 * time.Second
 
-// Tick runs one admission tick for eventID if it is due and replica holds the lease.
+// Tick runs one admission tick for eventID if it is due and replica holds
+// the lease, or finishes one that a previous holder began. It promotes the
+// tick's room in script calls of at most the engine's chunk (WithChunk), so
+// no call holds Redis long however large the batch; each call checks the
+// lease and pops the head of the line, so the chunks admit in exact order.
+// A tick cut short (lost lease, ctx, a Redis error) is finished by the next
+// Tick of whichever replica holds the lease.
 func (e *Engine) Tick(ctx context.Context, eventID, replica string, lease time.Duration) (TickResult, error) {
-	r, err := e.run(ctx, scriptTick, eventID, replica, lease.Milliseconds(), LoadStale.Milliseconds())
+	res, left, err := e.tickStep(ctx, eventID, replica, lease)
+	for err == nil && left > 0 {
+		var more TickResult
+		more, left, err = e.tickStep(ctx, eventID, replica, lease)
+		if !more.Ran {
+			res.Leader = more.Leader
+			break
+		}
+		res.Promoted += more.Promoted
+		res.Waiting, res.Next = more.Waiting, more.Next
+	}
+	return res, err
+}
+
+// tickStep runs one call of tick.lua and returns its outcome and how many
+// promotions the tick has left.
+func (e *Engine) tickStep(ctx context.Context, eventID, replica string, lease time.Duration) (TickResult, int, error) {
+	r, err := e.run(ctx, scriptTick, eventID, replica, lease.Milliseconds(), LoadStale.Milliseconds(), e.chunk)
 	if err != nil {
-		return TickResult{}, fmt.Errorf("queue: tick %s: %w", eventID, err)
+		return TickResult{}, 0, fmt.Errorf("queue: tick %s: %w", eventID, err)
 	}
 	ms := func(i int) time.Duration { return time.Duration(toInt(r[i])) * time.Millisecond }
 	switch r[0].(string) {
 	case "OK":
 		load, _ := strconv.ParseFloat(r[5].(string), 64)
 		return TickResult{Ran: true, Leader: true, Promoted: int(toInt(r[1])), Next: ms(2), Waiting: toInt(r[3]),
-			Room: int(toInt(r[4])), Load: load}, nil
+			Room: int(toInt(r[4])), Load: load}, int(toInt(r[6])), nil
 	case "WAIT":
-		return TickResult{Leader: true, Next: ms(1)}, nil
+		return TickResult{Leader: true, Next: ms(1)}, 0, nil
 	case "PAUSED":
-		return TickResult{Leader: true, Paused: true, Next: ms(1)}, nil
+		return TickResult{Leader: true, Paused: true, Next: ms(1)}, 0, nil
 	case "FOLLOWER":
-		return TickResult{Next: ms(1)}, nil
+		return TickResult{Next: ms(1)}, 0, nil
 	default:
-		return TickResult{Gone: true}, nil
+		return TickResult{Gone: true}, 0, nil
 	}
 }
 

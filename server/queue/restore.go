@@ -16,10 +16,6 @@ var luaRestore string
 
 var scriptRestore = script(luaRestore)
 
-// restoreChunk is how many attempts one restore script call writes, so a
-// large line never blocks Redis for long.
-const restoreChunk = 1000
-
 // Snapshot is an event's queue state rebuilt from somewhere durable (the SQL
 // audit trail): what Restore writes back into Redis.
 type Snapshot struct {
@@ -113,7 +109,7 @@ func (e *Engine) RestoreLeased(ctx context.Context, l *RestoreLease, snap Snapsh
 	if res[0].(string) != "OK" {
 		return Errorf(CodeEventExists, "event %q has live queue state in Redis; restore refuses to overwrite it", id)
 	}
-	args := make([]any, 0, 7*restoreChunk)
+	args := make([]any, 0, 7*e.chunk)
 	flush := func(step string) error {
 		if len(args) == 0 {
 			return nil
@@ -130,7 +126,7 @@ func (e *Engine) RestoreLeased(ctx context.Context, l *RestoreLease, snap Snapsh
 	}
 	for i, a := range snap.Attempts {
 		args = append(args, letters[i], a.Seq, a.UserID, a.ExpiresAt.UnixMilli(), a.AdmittedAt.UnixMilli(), a.AdmissionNo, laneArg(a.Lane))
-		if (i+1)%restoreChunk == 0 {
+		if (i+1)%e.chunk == 0 {
 			if err := flush("entries"); err != nil {
 				return err
 			}
@@ -141,7 +137,7 @@ func (e *Engine) RestoreLeased(ctx context.Context, l *RestoreLease, snap Snapsh
 	}
 	for i, s := range snap.Seats {
 		args = append(args, s.Seat, s.UserID+"|"+strconv.FormatInt(s.Seq, 10)+"|"+s.OrderID)
-		if (i+1)%restoreChunk == 0 {
+		if (i+1)%e.chunk == 0 {
 			if err := flush("seats"); err != nil {
 				return err
 			}

@@ -12,37 +12,56 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// parseRecord reads one stream message of eventID.
-func parseRecord(eventID string, m redis.XMessage) Record {
+// parseRecords reads stream messages of eventID into records, in order: a
+// batch entry (see lua/lib.lua) gives one record per attempt it holds.
+func parseRecords(eventID string, ms []redis.XMessage) []Record {
+	n := 0
+	for _, m := range ms {
+		n += max(batchSize(m), 1)
+	}
+	recs := make([]Record, 0, n)
+	for _, m := range ms {
+		recs = appendRecords(recs, eventID, m)
+	}
+	return recs
+}
+
+// batchSize is how many records batch entry m holds; 0 for a single record.
+func batchSize(m redis.XMessage) int {
+	s, _ := m.Values["b"].(string)
+	n, _ := strconv.Atoi(s)
+	return n
+}
+
+// appendRecords appends the record, or the records of the batch entry, of
+// one stream message of eventID.
+func appendRecords(recs []Record, eventID string, m redis.XMessage) []Record {
 	str := func(k string) string { s, _ := m.Values[k].(string); return s }
-	num := func(k string) int64 { n, _ := strconv.ParseInt(str(k), 10, 64); return n }
-	ms := func(k string) time.Time {
-		if n := num(k); n != 0 {
+	num := func(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
+	ms := func(s string) time.Time {
+		if n := num(s); n != 0 {
 			return time.UnixMilli(n).UTC()
 		}
 		return time.Time{}
 	}
-	return Record{
-		ID:           m.ID,
-		Kind:         RecordKind(str("k")),
-		EventID:      eventID,
-		Seq:          num("q"),
-		UserID:       str("u"),
-		At:           ms("t"),
-		ExpiresAt:    ms("x"),
-		AdmissionNo:  num("n"),
-		Seat:         str("seat"),
-		OrderID:      str("o"),
-		WasWaiting:   str("w") == "1",
-		Lane:         laneOf(str("l")),
-		PriorityCode: str("c"),
+	r := Record{ID: m.ID, Kind: RecordKind(str("k")), EventID: eventID, At: ms(str("t")), ExpiresAt: ms(str("x"))}
+	n := batchSize(m)
+	if n == 0 {
+		r.Seq, r.UserID, r.AdmissionNo = num(str("q")), str("u"), num(str("n"))
+		r.Seat, r.OrderID, r.WasWaiting = str("seat"), str("o"), str("w") == "1"
+		r.Lane, r.PriorityCode = laneOf(str("l")), str("c")
+		return append(recs, r)
 	}
-}
-
-func parseRecords(eventID string, ms []redis.XMessage) []Record {
-	recs := make([]Record, len(ms))
-	for i, m := range ms {
-		recs[i] = parseRecord(eventID, m)
+	first := num(str("n"))
+	for i := 1; i <= n; i++ {
+		// "seq lane user": the user id last, as it may hold spaces.
+		seq, rest, _ := strings.Cut(str(strconv.Itoa(i)), " ")
+		lane, user, _ := strings.Cut(rest, " ")
+		r.Part, r.Seq, r.Lane, r.UserID = i, num(seq), laneOf(lane), user
+		if first > 0 {
+			r.AdmissionNo = first + int64(i-1)
+		}
+		recs = append(recs, r)
 	}
 	return recs
 }
@@ -56,22 +75,43 @@ func (e *Engine) EnsureGroup(ctx context.Context, eventID, group string) error {
 	return nil
 }
 
-// ReadGroup returns up to count records for consumer in group: first those it
-// was given before and has not acknowledged, then new ones. It does not block.
+// readPage is how many stream entries one read of ReadGroup asks for: a
+// batch entry holds many records, so ReadGroup reads pages until it has
+// enough records.
+const readPage = 100
+
+// ReadGroup returns about count records for consumer in group (it stops at
+// the first whole entry that reaches count): first those it was given
+// before and has not acknowledged, then new ones. It does not block.
 func (e *Engine) ReadGroup(ctx context.Context, eventID, group, consumer string, count int64) ([]Record, error) {
 	stream := key(eventID, keyStream)
-	for _, start := range []string{"0", ">"} {
-		res, err := e.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-			Group: group, Consumer: consumer, Streams: []string{stream, start}, Count: count, Block: -1,
-		}).Result()
-		if errors.Is(err, redis.Nil) {
-			continue
+	var recs []Record
+	for _, pending := range []bool{true, false} {
+		start := ">"
+		if pending {
+			start = "0"
 		}
-		if err != nil {
-			return nil, fmt.Errorf("queue: read %s: %w", eventID, storeErr(ctx, err))
+		for int64(len(recs)) < count {
+			res, err := e.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
+				Group: group, Consumer: consumer, Streams: []string{stream, start}, Count: min(count, readPage), Block: -1,
+			}).Result()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return nil, fmt.Errorf("queue: read %s: %w", eventID, storeErr(ctx, err))
+			}
+			if len(res) == 0 || len(res[0].Messages) == 0 {
+				break
+			}
+			msgs := res[0].Messages
+			recs = append(recs, parseRecords(eventID, msgs)...)
+			if pending {
+				start = msgs[len(msgs)-1].ID // the next page of what is pending
+			}
+			if int64(len(msgs)) < min(count, readPage) {
+				break
+			}
 		}
-		if len(res) > 0 && len(res[0].Messages) > 0 {
-			return parseRecords(eventID, res[0].Messages), nil
+		if len(recs) > 0 {
+			return recs, nil
 		}
 	}
 	return nil, nil
@@ -100,7 +140,8 @@ func (e *Engine) Ack(ctx context.Context, eventID, group string, ids ...string) 
 	return nil
 }
 
-// Records returns up to count records of eventID after id ("0" for the start).
+// Records returns the records of up to count stream entries of eventID
+// after id ("0" for the start); a batch entry gives one record per attempt.
 func (e *Engine) Records(ctx context.Context, eventID, after string, count int64) ([]Record, error) {
 	start := "-"
 	if after != "" && after != "0" {
@@ -210,6 +251,15 @@ func CompareIDs(a, b string) int {
 		return c
 	}
 	return cmp.Compare(as, bs)
+}
+
+// CompareRecords orders two records of one stream by position: stream id,
+// then place in a batch entry. -1, 0 or +1.
+func CompareRecords(a, b Record) int {
+	if c := CompareIDs(a.ID, b.ID); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Part, b.Part)
 }
 
 func splitID(id string) (uint64, uint64) {

@@ -4,6 +4,7 @@
 package queue
 
 import (
+	"strconv"
 	"time"
 )
 
@@ -122,8 +123,12 @@ const (
 // Record is one entry of an event's append-only stream: the source of the
 // SQL audit trail, orders and push notifications.
 type Record struct {
-	// ID is the Redis stream id, valid on every replica.
-	ID      string
+	// ID is the Redis stream id, valid on every replica. The records of one
+	// batch entry (many attempts changed by one call) share it.
+	ID string
+	// Part numbers the records of a batch entry from 1; 0 for an entry of
+	// one record. Key tells records apart.
+	Part    int
 	Kind    RecordKind
 	EventID string
 	// Seq is the token's place in the arrival sequence of its event.
@@ -169,4 +174,13 @@ type Conflict struct {
 	// none.
 	Holder    Order
 	HolderSeq int64
+}
+
+// Key is the record's unique key in its event's stream: its ID, and
+// "/part" for a record of a batch entry.
+func (r Record) Key() string {
+	if r.Part == 0 {
+		return r.ID
+	}
+	return r.ID + "/" + strconv.Itoa(r.Part)
 }

@@ -113,7 +113,7 @@ func (e *Entry) toUTC() {
 }
 
 // Transition is a row of the entry_transitions table, the audit trail: one
-// row per stream record.
+// row per stream record. StreamID is the record's queue.Record.Key.
 type Transition struct {
 	ID       int64        `gorm:"column:id;primaryKey;autoIncrement"`
 	StreamID string       `gorm:"column:stream_id;not null;uniqueIndex:ux_entry_transitions_event_stream,priority:2"`

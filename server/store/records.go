@@ -163,7 +163,7 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 	for _, r := range recs {
 		st, _ := statusOf(r.Kind)
 		at := utc(r.At)
-		transitions = append(transitions, r.ID, r.EventID, r.Seq, r.UserID, string(st), at, string(r.Lane))
+		transitions = append(transitions, r.Key(), r.EventID, r.Seq, r.UserID, string(st), at, string(r.Lane))
 		if streamMS(r.ID) < fences[r.EventID] {
 			if r.Kind == queue.RecordDone && r.OrderID != "" {
 				late = append(late, r)

@@ -1,10 +1,14 @@
--- expire.lua: end every active window that has run out; run by the lease holder
--- on a short sweep, independent of the admission interval.
+-- expire.lua: end active windows that have run out, at most ARGV[5] in one
+-- call; run by the lease holder on a short sweep, independent of the
+-- admission interval.
 -- KEYS: cfg, a, as, f, n, s, lease, dv (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
--- ARGV[3] replica id, ARGV[4] lease ms, ARGV[5] most to expire in one call
--- Returns {'LEADER', expired, ms until the next admission tick is due}
--- or {'FOLLOWER', lease ms left} or {'GONE'} when the event does not exist.
+-- ARGV[3] replica id, ARGV[4] lease ms, ARGV[5] most to expire in this call
+-- Returns {'LEADER', expired, ms until the next admission tick is due (0
+-- while a tick is left unfinished)} or {'FOLLOWER', lease ms left} or {'GONE'}
+-- when the event does not exist.
+-- The windows end as retire would end each, with one write per key and one
+-- stream entry for them all.
 if redis.call('EXISTS', K_CFG) == 0 then
   return {'GONE'}
 end
@@ -12,10 +16,34 @@ if not hold_lease(ARGV[3], ARGV[4]) then
   return {'FOLLOWER', redis.call('PTTL', K_LEASE)}
 end
 local due = redis.call('ZRANGEBYSCORE', K_A, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[5]))
-for _, user in ipairs(due) do
-  retire(user, 'E', 'expired')
+if #due > 0 then
+  local vals = redis.call('HMGET', K_AS, unpack(due))
+  redis.call('ZREM', K_A, unpack(due))
+  redis.call('HDEL', K_AS, unpack(due))
+  if redis.call('EXISTS', K_DV) == 1 then
+    for _, user in ipairs(due) do
+      unbind(user)
+    end
+  end
+  local fin, e = {}, new_batch('expired')
+  for i, user in ipairs(due) do
+    local v = vals[i]
+    if v then
+      -- "seq|at|no[|p]" (see as in lib.lua): only the seq and lane matter here.
+      local seq, lane = string.match(v, '^[^|]*'), ''
+      if string.sub(v, -2) == '|p' then lane = 'p' end
+      fin[#fin + 1] = seq
+      fin[#fin + 1] = 'E'
+      batch_add(e, seq, lane, user)
+    end
+  end
+  if e.n > 0 then
+    redis.call('HSET', K_F, unpack(fin))
+    redis.call('HINCRBY', K_N, 'expired', e.n)
+    batch_emit(e)
+  end
 end
-local nt = tonumber(redis.call('HGET', K_N, 'next_tick')) or 0
-local wait = nt - NOW
-if wait < 0 then wait = 0 end
+local n = redis.call('HMGET', K_N, 'next_tick', 'tick_p', 'tick_w')
+local wait = (tonumber(n[1]) or 0) - NOW
+if wait < 0 or (tonumber(n[2]) or 0) + (tonumber(n[3]) or 0) > 0 then wait = 0 end
 return {'LEADER', #due, wait}

@@ -63,6 +63,36 @@ local function active_attempt(user)
     tonumber(string.sub(v, b + 1, c - 1)), lane
 end
 
+-- A batch entry is one stream entry holding one record per attempt, for a
+-- fraction of the cost of an entry each: fields k (kind), t (NOW), the
+-- fields all its records share (x: the expiry of admitted ones; n: the
+-- admission number of the first, the others following in order), b (how
+-- many records), and field i = "seq lane user" for the i-th attempt (lane p
+-- or -). queue.parseRecords expands it into one Record each, in order.
+
+-- new_batch starts a batch entry of kind with the shared field pairs given.
+local function new_batch(kind, ...)
+  return {n = 0, f = {'k', kind, 't', NOW, ...}}
+end
+
+-- batch_add adds one attempt's record to batch entry e.
+local function batch_add(e, seq, lane, user)
+  local n, f = e.n + 1, e.f
+  e.n = n
+  if lane ~= 'p' then lane = '-' end
+  f[#f + 1] = n
+  f[#f + 1] = seq .. ' ' .. lane .. ' ' .. user
+end
+
+-- batch_emit appends batch entry e to the stream unless it holds no record.
+local function batch_emit(e)
+  if e.n == 0 then return end
+  local f = e.f
+  f[#f + 1] = 'b'
+  f[#f + 1] = e.n
+  redis.call('XADD', K_S, 'MAXLEN', '~', MAXLEN, '*', unpack(f))
+end
+
 -- unbind frees the device user held, if any.
 local function unbind(user)
   local dev = redis.call('HGET', K_DV, 'u:' .. user)

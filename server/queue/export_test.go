@@ -1,0 +1,12 @@
+package queue
+
+import (
+	"context"
+	"time"
+)
+
+// TickStep runs one call of a tick (one chunk) and returns what the tick
+// has left to promote, for tests that cut a tick short.
+func (e *Engine) TickStep(ctx context.Context, eventID, replica string, lease time.Duration) (TickResult, int, error) {
+	return e.tickStep(ctx, eventID, replica, lease)
+}
