@@ -451,8 +451,13 @@ func TestSQLDownQueueKeepsWorking(t *testing.T) {
 	if err := audited(first, 0)(); err != nil {
 		t.Fatalf("during the outage: %v", err)
 	}
-	// joined + admitted per token, a done per order, all since the cut.
-	if n := rdb.XLen(ctx, queue.Keys(event)[8]).Val(); n < 2*during+sold {
+	// joined + admitted per token, a done per order, all since the cut (an
+	// admission call writes one batch entry that holds a record per token).
+	recs, err := queue.New(rdb, nil).Records(ctx, event, "0", 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(recs); n < 2*during+sold {
 		t.Fatalf("the stream holds %d records, fewer than the %d of the outage", n, 2*during+sold)
 	}
 
