@@ -216,7 +216,8 @@ async function showDrop(want) {
       lastSpoken = s;
       setText($('dr-status'), `Opens in ${plural(s, 'second')}.`);
     }
-    raf = requestAnimationFrame(frame);
+    // One frame pending at most: the 250 ms timer calls frame too.
+    if (!raf) raf = requestAnimationFrame(() => { raf = 0; frame(); });
   };
   // requestAnimationFrame stops in a background tab; the timer still opens the button.
   const timer = setInterval(frame, 250);
@@ -622,7 +623,8 @@ async function showCountdown(id) {
       lastSpoken = s;
       setText($('cd-status'), `Opens in ${plural(s, 'second')}.`);
     }
-    raf = requestAnimationFrame(frame);
+    // One frame pending at most: the 250 ms timer calls frame too.
+    if (!raf) raf = requestAnimationFrame(() => { raf = 0; frame(); });
   };
   frame();
   // requestAnimationFrame stops in a background tab; the timer still opens the button.
