@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rushline/rushline/internal/ctxsleep"
 	"github.com/rushline/rushline/server/redisproc"
 	"github.com/rushline/rushline/server/store"
 	"github.com/rushline/rushline/simulator/sse"
@@ -306,7 +307,7 @@ func (r *dropRun) race(ctx context.Context) error {
 	}
 	wait := time.Until(r.opensAt)
 	r.progress("waiting %s for the opening", wait.Round(time.Second))
-	if !sleepCtx(ctx, wait) {
+	if !ctxsleep.Sleep(ctx, wait) {
 		return ctx.Err()
 	}
 	cpu0 := [2]time.Duration{procCPU(r.rp.Pid()), r.srv.CPUTime()}
@@ -328,18 +329,6 @@ func (r *dropRun) race(ctx context.Context) error {
 	r.res.Latency, r.res.LatencyAll = Summarise(r.lat), Summarise(r.latAll)
 	r.res.BeforeStream = len(r.latAll) - len(r.lat)
 	return errors.Join(errs...)
-}
-
-// sleepCtx sleeps d unless ctx ends first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(max(d, 0))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // sample reads the server's RSS and the drop's figures until it is finished.
@@ -389,7 +378,7 @@ func (r *dropRun) sample(ctx context.Context) error {
 func (r *dropRun) race1(ctx context.Context, i int) error {
 	p := &r.people[i]
 	at := r.opensAt.Add(time.Duration(int64(r.cfg.Spread) * int64(i) / int64(max(len(r.people), 1))))
-	if !sleepCtx(ctx, time.Until(at)) {
+	if !ctxsleep.Until(ctx, at) {
 		return nil
 	}
 	hdr := map[string]string{"Authorization": p.bearer}

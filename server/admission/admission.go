@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rushline/rushline/internal/ctxsleep"
 	"github.com/rushline/rushline/server/queue"
 )
 
@@ -97,7 +98,7 @@ func (r *Runner) Run(ctx context.Context) {
 				})
 			}
 		}
-		if !sleep(ctx, r.discover) {
+		if !ctxsleep.Sleep(ctx, r.discover) {
 			return
 		}
 	}
@@ -120,7 +121,7 @@ func (r *Runner) loop(ctx context.Context, eventID string) {
 			r.log.Info("admission: recovered", "event", eventID)
 			failing = false
 		}
-		if !sleep(ctx, wait) {
+		if !ctxsleep.Sleep(ctx, wait) {
 			return
 		}
 	}
@@ -153,15 +154,4 @@ func (r *Runner) step(ctx context.Context, eventID string) (time.Duration, bool,
 		r.obs.Ticked(eventID, res, time.Since(start))
 	}
 	return min(max(res.Next, time.Millisecond), r.sweep), res.Gone, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rushline/rushline/internal/ctxsleep"
 	"github.com/rushline/rushline/server/queue"
 )
 
@@ -109,14 +110,7 @@ func (w *Worker) Run(ctx context.Context) {
 		case !full:
 			pause = DefaultLinger
 		}
-		if pause > 0 {
-			t := time.NewTimer(pause)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
-		}
+		ctxsleep.Sleep(ctx, pause)
 	}
 }
 

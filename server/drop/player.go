@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rushline/rushline/internal/ctxsleep"
 	"github.com/rushline/rushline/server/queue"
 )
 
@@ -100,7 +101,7 @@ func (p *player) run(ctx context.Context) error {
 		if done, err := p.finished(ctx); err != nil || done {
 			return err
 		}
-		if !sleep(ctx, p.s.tick) {
+		if !ctxsleep.Sleep(ctx, p.s.tick) {
 			return ctx.Err()
 		}
 	}

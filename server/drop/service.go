@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rushline/rushline/internal/ctxsleep"
 	"github.com/rushline/rushline/scenarios"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/simulator/scenario"
@@ -360,7 +361,7 @@ func (s *Service) Run(ctx context.Context) {
 			s.clean(ctx, now)
 			cleaned = time.Now()
 		}
-		if !sleep(ctx, s.discover) {
+		if !ctxsleep.Sleep(ctx, s.discover) {
 			return
 		}
 	}
@@ -387,7 +388,7 @@ func (s *Service) play(ctx context.Context, d Drop) {
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("drop: player stopped; retrying", "drop", d.ID, "err", err)
 		}
-		if !sleep(ctx, s.lease/2) {
+		if !ctxsleep.Sleep(ctx, s.lease/2) {
 			return
 		}
 		if cur, err := s.store.Drop(ctx, d.ID); err == nil && cur.Final != nil {
@@ -422,17 +423,6 @@ func (s *Service) clean(ctx context.Context, now time.Time) {
 		if s.forgetter != nil {
 			s.forgetter.Forget(d.Event)
 		}
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	mrand "math/rand/v2"
 	"time"
 
+	"github.com/rushline/rushline/internal/ctxsleep"
 	"github.com/rushline/rushline/simulator/report"
 	"github.com/rushline/rushline/simulator/scenario"
 	"github.com/rushline/rushline/simulator/sse"
@@ -49,7 +50,7 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 		}
 		b.Outcome, b.Error = report.OutcomeFailed, err.Error()
 	}
-	if !sleepUntil(ctx, b.ArrivedAt.Add(b.Reaction)) {
+	if !ctxsleep.Until(ctx, b.ArrivedAt.Add(b.Reaction)) {
 		return
 	}
 
@@ -96,7 +97,7 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 	b.AdmittedAt, b.AdmittedSeen, b.AdmissionNo = en.AdmittedAt, time.Now(), en.AdmissionNo
 	r.active.Add(1)
 	defer r.active.Add(-1)
-	if !sleepUntil(ctx, time.Now().Add(think)) {
+	if !ctxsleep.Until(ctx, time.Now().Add(think)) {
 		return
 	}
 	r.buy(ctx, rng, beh, en.Token, &b, rec)
@@ -137,7 +138,7 @@ func (r *run) poll(ctx context.Context, token string, every time.Duration, deadl
 				wait = left
 			}
 		}
-		if !sleepUntil(ctx, time.Now().Add(wait)) {
+		if !ctxsleep.Until(ctx, time.Now().Add(wait)) {
 			return en, ctx.Err()
 		}
 		var st entry
@@ -202,7 +203,7 @@ func (r *run) stream(ctx context.Context, token string, deadline time.Time, reqs
 		case attempt >= streamRetries:
 			return en, fmt.Errorf("stream: %w", err)
 		}
-		sleepUntil(waitCtx, time.Now().Add(time.Duration(attempt+1)*200*time.Millisecond))
+		ctxsleep.Until(waitCtx, time.Now().Add(time.Duration(attempt+1)*200*time.Millisecond))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rushline/rushline/internal/ctxsleep"
 	"github.com/rushline/rushline/simulator/pace"
 	"github.com/rushline/rushline/simulator/report"
 	"github.com/rushline/rushline/simulator/scenario"
@@ -152,7 +153,7 @@ func setUp(ctx context.Context, a *api, sc *scenario.Scenario, cfg Config) (even
 			return ev, nil
 		}
 		var ae *apiError
-		if !errors.As(err, &ae) || ae.Code != "EVENT_NOT_FOUND" || !sleepUntil(ctx, time.Now().Add(100*time.Millisecond)) {
+		if !errors.As(err, &ae) || ae.Code != "EVENT_NOT_FOUND" || !ctxsleep.Until(ctx, time.Now().Add(100*time.Millisecond)) {
 			break
 		}
 	}
@@ -240,7 +241,7 @@ func (r *run) play(ctx context.Context) (report.Raw, error) {
 		start += time.Duration(ph.Duration)
 	}
 	for _, av := range arrivals {
-		if !sleepUntil(ctx, r.opensAt.Add(av.at)) {
+		if !ctxsleep.Until(ctx, r.opensAt.Add(av.at)) {
 			break
 		}
 		bots.Go(func() { r.bot(botCtx, av.index, av.phase) })
@@ -277,7 +278,7 @@ func (r *run) play(ctx context.Context) (report.Raw, error) {
 // as soon as it finishes, until the phase ends. Each slot of each phase and
 // shard numbers its bots in a range of its own, so bot ids never repeat.
 func (r *run) closedSlot(ctx context.Context, ph *scenario.Phase, phase, slot int, from, until time.Time) {
-	if !sleepUntil(ctx, from) {
+	if !ctxsleep.Until(ctx, from) {
 		return
 	}
 	const perSlot = 1 << 24
@@ -286,7 +287,7 @@ func (r *run) closedSlot(ctx context.Context, ph *scenario.Phase, phase, slot in
 		began := time.Now()
 		if r.bot(ctx, base+i, ph) == report.OutcomeFailed && time.Since(began) < failPause {
 			// A target refusing everyone must not turn the slot into a busy loop.
-			sleepUntil(ctx, began.Add(failPause))
+			ctxsleep.Until(ctx, began.Add(failPause))
 		}
 	}
 }
@@ -304,21 +305,6 @@ const (
 // cancellation but not hang on a frozen target.
 func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-}
-
-func sleepUntil(ctx context.Context, t time.Time) bool {
-	d := time.Until(t)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
-	}
 }
 
 // sample polls the event's stats for the queue-length chart.
