@@ -37,6 +37,7 @@ func TestDropCrowdSurvivesAKilledReplica(t *testing.T) {
 	if testing.Short() {
 		t.Skip("plays a 20,000-user drop on three replica processes (~40 s)")
 	}
+	t.Parallel()
 	const crowd, seats = 20_000, 500
 	bin := MustServerBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
