@@ -143,7 +143,7 @@ func (r *Recorder) Request(q Request) {
 	}
 	st.add(&q)
 	if q.Step == StepOrder && ok2xx(&q) {
-		r.second(q.At.Add(q.Wait + q.Latency)).Orders++
+		r.second(q.At.Add(q.Wait+q.Latency)).Orders++
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 
 // run is one run: its shards, and the shard whose event stats count.
 type run struct {
-	shards []int // indexes into the sorted raws, in shard order
-	stats  int   // the shard whose Samples and Final are used
+	shards []int         // indexes into the sorted raws, in shard order
+	stats  int           // the shard whose Samples and Final are used
 	bought map[int]int64 // seats bought by bots, by shard
 	opens  time.Time
 	info   Run
@@ -370,6 +370,7 @@ func generatorOf(a *Aggregates, raws []Raw) GeneratorSummary {
 	g.Saturated = a.Lag.Count > 0 && g.Lag.P99 > g.Tolerance || g.Arrived < g.Planned
 	return g
 }
+
 // metricsOf gives every threshold metric that was measured.
 func metricsOf(s *Summary) map[string]float64 {
 	m := map[string]float64{}
