@@ -422,3 +422,11 @@ func ParseShard(s string) (i, n int, err error) {
 	}
 	return i, n, nil
 }
+
+// FormatShard names shard i of n "i/n"; "" when n is 0 (no shard).
+func FormatShard(i, n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(i) + "/" + strconv.Itoa(n)
+}

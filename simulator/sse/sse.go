@@ -6,9 +6,12 @@ package sse
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -47,6 +50,73 @@ func Open(ctx context.Context, client *http.Client, url, lastID string) (*Stream
 		return nil, &StatusError{Code: res.StatusCode, Body: string(b)}
 	}
 	return &Stream{body: res.Body, r: bufio.NewReaderSize(res.Body, 4096), LastID: lastID}, nil
+}
+
+// bufSize is the read buffer of a dialled stream: messages are short, and a
+// longer line still reads whole.
+const bufSize = 512
+
+// Dial opens url on a connection of its own, without an http.Client: a held
+// stream then costs one socket and two small buffers, with no transport
+// goroutines, so one process holds tens of thousands. lastID, when set, is
+// sent as Last-Event-ID; ctx ending closes the stream.
+func Dial(ctx context.Context, rawURL, lastID string) (*Stream, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return nil, err
+	}
+	if u.Scheme == "https" {
+		conn = tls.Client(conn, &tls.Config{ServerName: u.Hostname()})
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	var b strings.Builder
+	b.WriteString("GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nAccept: text/event-stream\r\nUser-Agent: rushline-sim\r\n")
+	if lastID != "" {
+		b.WriteString("Last-Event-ID: " + lastID + "\r\n")
+	}
+	b.WriteString("\r\n")
+	fail := func(err error) (*Stream, error) {
+		stop()
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	if _, err := io.WriteString(conn, b.String()); err != nil {
+		return fail(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReaderSize(conn, bufSize), nil)
+	if err != nil {
+		return fail(err)
+	}
+	if res.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+		return fail(&StatusError{Code: res.StatusCode, Body: string(body)})
+	}
+	body := &connBody{Reader: res.Body, conn: conn, stop: stop}
+	return &Stream{body: body, r: bufio.NewReaderSize(body, bufSize), LastID: lastID}, nil
+}
+
+// connBody is a dialled stream's body: closing it closes the connection.
+type connBody struct {
+	io.Reader
+	conn net.Conn
+	stop func() bool
+}
+
+func (c *connBody) Close() error {
+	c.stop()
+	return c.conn.Close()
 }
 
 // StatusError is a stream refused with a non-200 answer.
