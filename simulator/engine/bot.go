@@ -195,7 +195,9 @@ func (r *run) stream(ctx context.Context, token string, deadline time.Time) (ent
 	lastID := ""
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		s, err := open(lastID)
+		var s *sse.Stream
+		var err error
+		shallow(func() { s, err = open(lastID) })
 		rec := report.Request{Step: "stream", At: start, Latency: time.Since(start), Code: 200}
 		if err != nil {
 			var se *sse.StatusError

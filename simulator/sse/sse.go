@@ -78,8 +78,11 @@ func Dial(ctx context.Context, rawURL, lastID string) (*Stream, error) {
 		conn = tls.Client(conn, &tls.Config{ServerName: u.Hostname()})
 	}
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	// HTTP/1.0: the answer comes unchunked and ends with the connection, so
+	// the stream reads straight off one small buffer on the socket, and a
+	// waiting bot's goroutine stays shallow (its stack is most of its cost).
 	var b strings.Builder
-	b.WriteString("GET " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nAccept: text/event-stream\r\nUser-Agent: rushline-sim\r\n")
+	b.WriteString("GET " + u.RequestURI() + " HTTP/1.0\r\nHost: " + u.Host + "\r\nAccept: text/event-stream\r\nUser-Agent: rushline-sim\r\n")
 	if lastID != "" {
 		b.WriteString("Last-Event-ID: " + lastID + "\r\n")
 	}
@@ -95,7 +98,8 @@ func Dial(ctx context.Context, rawURL, lastID string) (*Stream, error) {
 	if _, err := io.WriteString(conn, b.String()); err != nil {
 		return fail(err)
 	}
-	res, err := http.ReadResponse(bufio.NewReaderSize(conn, bufSize), nil)
+	br := bufio.NewReaderSize(conn, bufSize)
+	res, err := http.ReadResponse(br, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -103,16 +107,19 @@ func Dial(ctx context.Context, rawURL, lastID string) (*Stream, error) {
 		body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
 		return fail(&StatusError{Code: res.StatusCode, Body: string(body)})
 	}
-	body := &connBody{Reader: res.Body, conn: conn, stop: stop}
-	return &Stream{body: body, r: bufio.NewReaderSize(body, bufSize), LastID: lastID}, nil
+	if len(res.TransferEncoding) > 0 {
+		return fail(fmt.Errorf("sse: %s answered HTTP/1.0 with transfer encoding %v", u.Host, res.TransferEncoding))
+	}
+	return &Stream{body: &connBody{conn: conn, stop: stop}, r: br, LastID: lastID}, nil
 }
 
 // connBody is a dialled stream's body: closing it closes the connection.
 type connBody struct {
-	io.Reader
 	conn net.Conn
 	stop func() bool
 }
+
+func (c *connBody) Read(p []byte) (int, error) { return c.conn.Read(p) }
 
 func (c *connBody) Close() error {
 	c.stop()
