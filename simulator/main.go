@@ -74,9 +74,17 @@ func runCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO.yaml|NAME --target URL",
 		Short: "Run a scenario file or a shipped scenario and write its reports (text on stdout, JSON and HTML files)",
-		Args:  cobra.ExactArgs(1),
+		Long:  "Run a scenario file or a shipped scenario and write its reports (text on stdout, JSON and HTML files).\nWithout an argument the scenario is $RUSHLINE_SCENARIO.",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := loadScenario(args[0])
+			name := os.Getenv("RUSHLINE_SCENARIO")
+			if len(args) == 1 {
+				name = args[0]
+			}
+			if name == "" {
+				return errors.New("run: name a scenario file or a shipped scenario (or set $RUSHLINE_SCENARIO)")
+			}
+			sc, err := loadScenario(name)
 			if err != nil {
 				return err
 			}
@@ -151,6 +159,12 @@ func envInt(name string) int {
 	return n
 }
 
+// envDuration is the duration in environment variable name, 0 when unset or not one.
+func envDuration(name string) time.Duration {
+	d, _ := time.ParseDuration(os.Getenv(name))
+	return d
+}
+
 func validateCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate SCENARIO.yaml|NAME",
@@ -179,6 +193,7 @@ func reportCmd() *cobra.Command {
 	var (
 		out, name, merge string
 		partial          bool
+		wait             time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "report RUN.json [RUN.json …] | report --merge LOCATION/RUN",
@@ -194,7 +209,7 @@ func reportCmd() *cobra.Command {
 			if merge != "" {
 				var problem string
 				var err error
-				reps, problem, err = results.Collect(cmd.Context(), merge, partial)
+				reps, problem, err = results.Collect(cmd.Context(), merge, wait, partial)
 				if err != nil {
 					return err
 				}
@@ -232,6 +247,7 @@ func reportCmd() *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", env("RUSHLINE_OUT", "."), "folder for the merged JSON and HTML reports ($RUSHLINE_OUT)")
 	cmd.Flags().StringVar(&name, "name", "report", "file name stem of the merged reports")
 	cmd.Flags().StringVar(&merge, "merge", env("RUSHLINE_MERGE", ""), "merge every shard stored under `LOCATION/RUN` (a folder or s3://bucket[/prefix], then the run's name), and store the merged report there too; missing or failed shards are an error ($RUSHLINE_MERGE)")
+	cmd.Flags().DurationVar(&wait, "wait", envDuration("RUSHLINE_MERGE_WAIT"), "with --merge, wait up to this long for shards still missing, e.g. when started beside the shards' Job ($RUSHLINE_MERGE_WAIT)")
 	cmd.Flags().BoolVar(&partial, "partial", false, "with --merge, merge the shards there are and name the missing or failed ones instead of failing")
 	return cmd
 }

@@ -92,11 +92,11 @@ func TestFolderRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, _, err := results.Collect(ctx, dir+"/run-1", false)
+	_, _, err := results.Collect(ctx, dir+"/run-1", 0, false)
 	if err == nil || !strings.Contains(err.Error(), "missing shard(s) 4 of 4") || !strings.Contains(err.Error(), "shard 3 of 4 failed: i/o timeout") {
 		t.Fatalf("err = %v", err)
 	}
-	reps, problem, err := results.Collect(ctx, dir+"/run-1", true)
+	reps, problem, err := results.Collect(ctx, dir+"/run-1", 0, true)
 	if err != nil || len(reps) != 2 || !strings.Contains(problem, "missing shard(s) 4") {
 		t.Fatalf("partial: %d reports, %q, %v", len(reps), problem, err)
 	}
@@ -110,7 +110,7 @@ func TestFolderRoundTrip(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "run-1", "report.html")); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := results.Collect(ctx, dir+"/nothing", false); err == nil {
+	if _, _, err := results.Collect(ctx, dir+"/nothing", 0, false); err == nil {
 		t.Fatal("an empty run merged")
 	}
 	if _, err := results.NewSink(dir, "", 1, 2); err == nil {

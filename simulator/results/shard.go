@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"path"
 	"strconv"
+	"time"
 
+	"github.com/rushline/rushline/internal/ctxsleep"
 	"github.com/rushline/rushline/simulator/report"
 )
 
@@ -79,10 +81,11 @@ func (s *Sink) Failed(ctx context.Context, cause error) error {
 	return errors.Join(cause, err)
 }
 
-// Collect reads every shard of the run at locRun ("LOCATION/RUN"). Missing or
-// failed shards are an error naming them, unless partial: then problem
-// names them and the rest are returned.
-func Collect(ctx context.Context, locRun string, partial bool) (reps []*report.Report, problem string, err error) {
+// Collect reads every shard of the run at locRun ("LOCATION/RUN"), first
+// waiting up to wait for shards still missing (a merge Job started with the
+// shards'). Missing or failed shards are an error naming them, unless
+// partial: then problem names them and the rest are returned.
+func Collect(ctx context.Context, locRun string, wait time.Duration, partial bool) (reps []*report.Report, problem string, err error) {
 	loc, run, err := Split(locRun)
 	if err != nil {
 		return nil, "", err
@@ -91,7 +94,7 @@ func Collect(ctx context.Context, locRun string, partial bool) (reps []*report.R
 	if err != nil {
 		return nil, "", err
 	}
-	sh, err := Find(ctx, st, prefix, run)
+	sh, err := await(ctx, st, prefix, run, wait)
 	if err != nil {
 		return nil, "", err
 	}
@@ -115,6 +118,24 @@ func Collect(ctx context.Context, locRun string, partial bool) (reps []*report.R
 		reps = append(reps, r)
 	}
 	return reps, problem, nil
+}
+
+// pollEvery is how often a merge looks again for missing shards.
+const pollEvery = 2 * time.Second
+
+// await finds run's shards, looking again until none is missing or wait
+// has passed.
+func await(ctx context.Context, st Store, prefix, run string, wait time.Duration) (*Shards, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		sh, err := Find(ctx, st, prefix, run)
+		if err == nil && len(sh.Missing) == 0 || time.Now().Add(pollEvery).After(deadline) {
+			return sh, err
+		}
+		if !ctxsleep.Until(ctx, time.Now().Add(pollEvery)) {
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // StoreMerged stores the merged report beside the shards of the run at
