@@ -21,6 +21,10 @@ type api struct {
 	simKey  string
 	adminKy string
 	rec     *report.Recorder
+	// inflight, when set, bounds the requests in flight to the pool's
+	// connections: the others wait their turn here, cheaply, rather than
+	// each holding a request and a goroutine inside the transport.
+	inflight chan struct{}
 }
 
 // stepSetup names the run's own calls (create, sample): never recorded.
@@ -48,7 +52,16 @@ func (a *api) do(ctx context.Context, step, method, path string, hdr map[string]
 // answer read; the time before, waiting for a connection or dialling one,
 // is the client's own wait, recorded apart.
 func (a *api) call(ctx context.Context, step, method, path string, hdr map[string]string, body, out any) (h http.Header, err error) {
-	shallow(func() { h, err = a.send(ctx, step, method, path, hdr, body, out) })
+	start := time.Now()
+	if a.inflight != nil {
+		select {
+		case a.inflight <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-a.inflight }()
+	}
+	shallow(func() { h, err = a.send(ctx, start, step, method, path, hdr, body, out) })
 	return h, err
 }
 
@@ -66,8 +79,8 @@ func shallow(fn func()) {
 	<-done
 }
 
-// send is call on the caller's goroutine.
-func (a *api) send(ctx context.Context, step, method, path string, hdr map[string]string, body, out any) (http.Header, error) {
+// send is call on the caller's goroutine, the request decided at start.
+func (a *api) send(ctx context.Context, start time.Time, step, method, path string, hdr map[string]string, body, out any) (http.Header, error) {
 	var in []byte
 	if body != nil {
 		var err error
@@ -75,7 +88,6 @@ func (a *api) send(ctx context.Context, step, method, path string, hdr map[strin
 			return nil, err
 		}
 	}
-	start := time.Now()
 	// Set on the transport's goroutine: the time from start to written.
 	var wrote atomic.Int64
 	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(int64(time.Since(start))) }}

@@ -108,6 +108,9 @@ func Run(ctx context.Context, sc *scenario.Scenario, cfg Config) (report.Raw, er
 		r.gate, gen.Streams = newGate(streams), streams
 	}
 	r.api = &api{base: cfg.Target, client: client, simKey: cfg.SimulatorKey, adminKy: cfg.AdminKey}
+	if cfg.Client == nil {
+		r.api.inflight = make(chan struct{}, pool)
+	}
 	ev, err := setUp(ctx, r.api, sc, cfg)
 	if err != nil {
 		return report.Raw{}, err
