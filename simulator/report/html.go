@@ -40,7 +40,7 @@ type htmlThreshold struct {
 
 type htmlView struct {
 	Schema, Title, Headline string
-	Pass                    bool
+	Pass, Saturated         bool
 	Identity                []figure
 	Thresholds              []htmlThreshold
 	Charts                  []htmlChart
@@ -115,6 +115,7 @@ func (r *Report) htmlView() (*htmlView, error) {
 		AppJS:        template.JS(appJS),
 		UPlotJS:      template.JS(uplot.Script()),
 		Figures:      r.figures(),
+		Saturated:    r.Summary.Generator.Saturated,
 	}
 	v.Identity = []figure{{"scenario", r.Scenario}, {"seed", fmt.Sprint(r.Seed)}, {"target", r.Target}, {"event", r.Event}}
 	if len(r.Shards) > 0 {

@@ -76,7 +76,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		c.write(bw, "  ")
 	}
 	if len(s.Errors) > 0 {
-		fmt.Fprintf(bw, "\nErrors (%d kinds)\n", len(s.Errors))
+		fmt.Fprintf(bw, "\nErrors (%d kind(s))\n", len(s.Errors))
 		t := &table{align: "rlll"}
 		t.add("count", "step", "kind", "example")
 		for i, e := range s.Errors {
