@@ -120,8 +120,9 @@ func Collect(ctx context.Context, locRun string, wait time.Duration, partial boo
 	return reps, problem, nil
 }
 
-// pollEvery is how often a merge looks again for missing shards.
-const pollEvery = 2 * time.Second
+// pollEvery is how often a merge looks again for missing shards (a
+// variable for the tests).
+var pollEvery = 2 * time.Second
 
 // await finds run's shards, looking again until none is missing or wait
 // has passed.
