@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rushline/rushline/simulator/engine"
 	"github.com/rushline/rushline/simulator/internal/simtest"
@@ -268,5 +269,33 @@ func TestGateHoldsBotsBack(t *testing.T) {
 		if len(st.Errors) != 0 && step != "order" {
 			t.Errorf("%s errors: %+v", step, st.Errors)
 		}
+	}
+}
+
+// A run that reaches its StartAt late starts at once, says by how much, and
+// its arrivals, planned from StartAt, show the lag: the report flags the
+// generator as saturated.
+func TestLateStartReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs bots against a server")
+	}
+	target := simtest.MustServer(t)
+	sc, err := scenario.Load("../testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	startAt := time.Now().Add(-2 * time.Second)
+	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator,
+		AdminKey: simtest.Keys.Admin, StartAt: startAt, Shard: 1, Shards: 2, EventID: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Generator.StartLate < 2*time.Second || !raw.OpensAt.Equal(startAt) {
+		t.Fatalf("start late %v, opens %v; want ≥ 2s late, opening at %v", raw.Generator.StartLate, raw.OpensAt, startAt)
+	}
+	r := MustBuild(t, sc, raw)
+	g := r.Summary.Generator
+	if len(g.LateStarts) != 1 || g.LateStarts[0].Shard != "1/2" || !g.Saturated || g.Lag.Min < time.Second {
+		t.Errorf("generator %+v; want shard 1/2 late and saturated", g)
 	}
 }
