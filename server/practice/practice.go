@@ -417,7 +417,7 @@ func (s *Service) run(r *race, sc *scenario.Scenario) {
 	var botsWG sync.WaitGroup
 	botsWG.Go(func() {
 		raw, err := s.runBots(botCtx, sc, engine.Config{Target: s.target, SimulatorKey: s.simKey, Client: s.client,
-			Streams: s.streams, SkipRequests: true, Grace: grace})
+			Streams: s.streams, KeepBots: true, Grace: grace})
 		if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 			s.log.Warn("practice bots stopped early", "event", r.id, "err", err)
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rushline/rushline/internal/ctxsleep"
@@ -19,18 +21,17 @@ var errAbandon = errors.New("patience ran out")
 
 // bot walks one simulated user through the queue, records the journey and
 // returns its outcome.
-func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome string) {
+//
+// planned is a scheduled bot's planned arrival (zero in a closed phase). A
+// bot that waits by stream first takes a slot at the run's gate, waiting for
+// one when the process holds all it can; its arrival (and lag) counts from
+// when it got one.
+func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase, planned time.Time) (outcome string) {
 	rng := r.rng(index)
 	beh := r.sc.PickBot(rng)
-	b := report.Bot{ID: fmt.Sprintf("%s-%d", r.tag, index), Behavior: beh.Name, Phase: ph.Name, Wait: beh.Wait,
-		ArrivedAt: time.Now(), Reaction: beh.Reaction.Sample(rng)}
+	b := report.Bot{ID: r.tag + "-" + strconv.Itoa(index), Behavior: beh.Name, Phase: ph.Name, Wait: beh.Wait,
+		Reaction: beh.Reaction.Sample(rng)}
 	patience, think := beh.Patience.Sample(rng), beh.Think.Sample(rng)
-	var reqs []report.Request
-	rec := &reqs
-	if r.cfg.SkipRequests {
-		rec = nil
-	}
-	r.arrived.Add(1)
 	defer func() {
 		b.FinishedAt = time.Now()
 		if b.Outcome == "" {
@@ -38,11 +39,24 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 		}
 		outcome = b.Outcome
 		r.done.Add(1)
-		r.mu.Lock()
-		r.raw.Bots = append(r.raw.Bots, b)
-		r.raw.Requests = append(r.raw.Requests, reqs...)
-		r.mu.Unlock()
+		r.rec.Bot(b)
 	}()
+	leave := func() {}
+	if r.gate != nil && beh.Wait != scenario.WaitPoll {
+		held, ok := r.gate.enter(ctx)
+		b.HeldBack = held
+		if !ok {
+			return
+		}
+		once := sync.OnceFunc(r.gate.leave)
+		leave = once
+		defer once()
+	}
+	b.ArrivedAt = time.Now()
+	if !planned.IsZero() {
+		b.Scheduled, b.Lag = true, b.ArrivedAt.Sub(planned)
+	}
+	r.arrived.Add(1)
 	fail := func(err error) {
 		if ctx.Err() != nil {
 			b.Outcome = report.OutcomeCancelled
@@ -56,7 +70,7 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 
 	var en entry
 	err := r.api.do(ctx, "join", "POST", "/api/v1/events/"+r.event.ID+"/queue", r.api.sim(),
-		map[string]string{"user_type": "VIRTUAL", "bot_id": b.ID}, &en, rec)
+		map[string]string{"user_type": "VIRTUAL", "bot_id": b.ID}, &en)
 	if err != nil {
 		fail(err)
 		return
@@ -69,14 +83,15 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 		if patience > 0 {
 			deadline = b.JoinedAt.Add(patience)
 		}
-		en, err = r.wait(ctx, beh, en.Token, deadline, rec)
+		en, err = r.wait(ctx, beh, en.Token, deadline)
 		r.waiting.Add(-1)
+		leave() // the stream is closed: another bot may have its slot
 		switch {
 		case errors.Is(err, errAbandon):
 			b.Outcome = report.OutcomeAbandoned
 			lctx, cancel := detached(ctx)
 			defer cancel()
-			h, _ := r.api.call(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, rec)
+			h, _ := r.api.call(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil)
 			b.LeftActive = h.Get("X-Queue-Status") == "ACTIVE"
 			return
 		case err != nil:
@@ -94,40 +109,41 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 	} else {
 		en.AdmittedAt = time.Now()
 	}
+	leave() // done with streams: another bot may have the slot
 	b.AdmittedAt, b.AdmittedSeen, b.AdmissionNo = en.AdmittedAt, time.Now(), en.AdmissionNo
 	r.active.Add(1)
 	defer r.active.Add(-1)
 	if !ctxsleep.Until(ctx, time.Now().Add(think)) {
 		return
 	}
-	r.buy(ctx, rng, beh, en.Token, &b, rec)
+	r.buy(ctx, rng, beh, en.Token, &b)
 	if b.Outcome == report.OutcomeSoldOut || b.Outcome == report.OutcomeOutbid {
 		// Like a person closing the page: give the active slot back at once
 		// instead of holding it until the window expires.
 		lctx, cancel := detached(ctx)
 		defer cancel()
-		_ = r.api.do(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, rec)
+		_ = r.api.do(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil)
 	}
 	return // the deferred record sets outcome
 }
 
 // wait waits for admission the bot's way: polling, or on a stream when
 // Streams (if set) has a slot free, else polling every DefaultFallbackPoll.
-func (r *run) wait(ctx context.Context, beh *scenario.Bot, token string, deadline time.Time, reqs *[]report.Request) (entry, error) {
+func (r *run) wait(ctx context.Context, beh *scenario.Bot, token string, deadline time.Time) (entry, error) {
 	if beh.Wait == scenario.WaitPoll {
-		return r.poll(ctx, token, time.Duration(beh.PollInterval), deadline, reqs)
+		return r.poll(ctx, token, time.Duration(beh.PollInterval), deadline)
 	}
 	if s := r.cfg.Streams; s != nil {
 		if !s.acquire() {
-			return r.poll(ctx, token, DefaultFallbackPoll, deadline, reqs)
+			return r.poll(ctx, token, DefaultFallbackPoll, deadline)
 		}
 		defer s.release()
 	}
-	return r.stream(ctx, token, deadline, reqs)
+	return r.stream(ctx, token, deadline)
 }
 
 // poll waits for admission by asking for the token's status every interval.
-func (r *run) poll(ctx context.Context, token string, every time.Duration, deadline time.Time, reqs *[]report.Request) (entry, error) {
+func (r *run) poll(ctx context.Context, token string, every time.Duration, deadline time.Time) (entry, error) {
 	en := entry{Token: token}
 	for {
 		wait := every
@@ -142,7 +158,7 @@ func (r *run) poll(ctx context.Context, token string, every time.Duration, deadl
 			return en, ctx.Err()
 		}
 		var st entry
-		if err := r.api.do(ctx, "status", "GET", "/api/v1/events/"+r.event.ID+"/queue/"+token, nil, nil, &st, reqs); err != nil {
+		if err := r.api.do(ctx, "status", "GET", "/api/v1/events/"+r.event.ID+"/queue/"+token, nil, nil, &st); err != nil {
 			var ae *apiError
 			if errors.As(err, &ae) && ae.HTTP < 500 {
 				return en, err
@@ -158,7 +174,7 @@ func (r *run) poll(ctx context.Context, token string, every time.Duration, deadl
 
 // stream waits for admission on the token's SSE stream, reconnecting with
 // Last-Event-ID when it breaks.
-func (r *run) stream(ctx context.Context, token string, deadline time.Time, reqs *[]report.Request) (entry, error) {
+func (r *run) stream(ctx context.Context, token string, deadline time.Time) (entry, error) {
 	en := entry{Token: token}
 	waitCtx := ctx
 	if !deadline.IsZero() {
@@ -167,14 +183,21 @@ func (r *run) stream(ctx context.Context, token string, deadline time.Time, reqs
 		defer cancel()
 	}
 	url := r.api.base + "/api/v1/events/" + r.event.ID + "/queue/" + token + "/stream"
-	client := r.api.client
-	if r.cfg.Streams != nil {
-		client = r.cfg.Streams.client
+	open := func(lastID string) (*sse.Stream, error) {
+		if r.cfg.Streams != nil {
+			return sse.Open(waitCtx, r.cfg.Streams.client, url, lastID)
+		}
+		if r.gate != nil {
+			return sse.Dial(waitCtx, url, lastID)
+		}
+		return sse.Open(waitCtx, r.api.client, url, lastID)
 	}
 	lastID := ""
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		s, err := sse.Open(waitCtx, client, url, lastID)
+		var s *sse.Stream
+		var err error
+		shallow(func() { s, err = open(lastID) })
 		rec := report.Request{Step: "stream", At: start, Latency: time.Since(start), Code: 200}
 		if err != nil {
 			var se *sse.StatusError
@@ -184,8 +207,8 @@ func (r *run) stream(ctx context.Context, token string, deadline time.Time, reqs
 				rec.Code, rec.Error = 0, err.Error()
 			}
 		}
-		if reqs != nil && (waitCtx.Err() == nil || err == nil) {
-			*reqs = append(*reqs, rec)
+		if waitCtx.Err() == nil || err == nil {
+			r.rec.Request(rec)
 		}
 		if err == nil {
 			en, err = r.follow(s, en)
@@ -246,14 +269,14 @@ type seatsAnswer struct {
 }
 
 // buy reads the seat map and orders a seat the bot's way, retrying on SEAT_TAKEN.
-func (r *run) buy(ctx context.Context, rng *mrand.Rand, beh *scenario.Bot, token string, b *report.Bot, reqs *[]report.Request) {
+func (r *run) buy(ctx context.Context, rng *mrand.Rand, beh *scenario.Bot, token string, b *report.Bot) {
 	want := ""
 	if beh.Seat == scenario.SeatFixed {
 		want = beh.SeatID
 	}
 	for try := 0; ; try++ {
 		var m seatsAnswer
-		err := r.api.do(ctx, "seats", "GET", "/api/v1/events/"+r.event.ID+"/seats", map[string]string{"X-Queue-Token": token}, nil, &m, reqs)
+		err := r.api.do(ctx, "seats", "GET", "/api/v1/events/"+r.event.ID+"/seats", map[string]string{"X-Queue-Token": token}, nil, &m)
 		if r.ended(ctx, err, b) {
 			return
 		}
@@ -266,7 +289,7 @@ func (r *run) buy(ctx context.Context, rng *mrand.Rand, beh *scenario.Bot, token
 			Seat string `json:"seat"`
 		}
 		err = r.api.do(ctx, "order", "POST", "/api/v1/events/"+r.event.ID+"/orders", r.api.sim(),
-			map[string]string{"token": token, "seat": seat}, &o, reqs)
+			map[string]string{"token": token, "seat": seat}, &o)
 		var ae *apiError
 		switch {
 		case err == nil:
