@@ -2,40 +2,26 @@ package results_test
 
 import (
 	"context"
-	"net"
-	"os/exec"
-	"strconv"
+	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 
-	"github.com/rushline/rushline/internal/testutil"
 	"github.com/rushline/rushline/simulator/results"
 )
 
-// MustS3 starts moto_server, an S3-compatible service, on a free port with
-// an empty bucket, points the S3 environment at it and returns the bucket.
+// MustS3 serves an S3-compatible bucket (gofakes3 on a real HTTP listener,
+// so minio-go speaks the S3 protocol to it), points the S3 environment at it
+// and returns the bucket.
 func MustS3(t *testing.T) string {
 	t.Helper()
-	moto, err := exec.LookPath("moto_server")
-	if err != nil {
-		t.Fatal("moto_server not on PATH: pip install 'moto[server]'")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	cmd := exec.Command(moto, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	endpoint := "127.0.0.1:" + strconv.Itoa(port)
+	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
+	t.Cleanup(srv.Close)
+	endpoint := strings.TrimPrefix(srv.URL, "http://")
 	t.Setenv("RUSHLINE_S3_ENDPOINT", endpoint)
 	t.Setenv("RUSHLINE_S3_INSECURE", "1")
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
@@ -45,18 +31,15 @@ func MustS3(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 30*time.Second, "moto_server answers", func() bool {
-		return cl.MakeBucket(context.Background(), "results", minio.MakeBucketOptions{Region: "us-east-1"}) == nil
-	})
+	if err := cl.MakeBucket(context.Background(), "results", minio.MakeBucketOptions{Region: "us-east-1"}); err != nil {
+		t.Fatal(err)
+	}
 	return "results"
 }
 
 // Shards stored in an S3-compatible bucket merge back, and a failed shard
 // is named.
 func TestS3RoundTrip(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts an S3-compatible server")
-	}
 	ctx := context.Background()
 	loc := "s3://" + MustS3(t) + "/rehearsals"
 	for i := 1; i <= 3; i++ {
