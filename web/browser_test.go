@@ -35,7 +35,7 @@ import (
 // in Cleanup.
 func MustStartServer(tb testing.TB, practice ...*scenario.Scenario) (*app.Server, string) {
 	tb.Helper()
-	return MustStartServerWith(tb, func(c *app.Config) { c.PracticeScenarios = practice })
+	return MustStartServerWith(tb, func(c *app.Config) { c.DropScenarios = practice })
 }
 
 // MustStartServerWith is MustStartServer with the configuration changed by set.

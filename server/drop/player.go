@@ -273,7 +273,8 @@ func (p *player) person(r queue.Record) {
 		}
 		x = &person{Result: Result{DropID: p.d.ID, UserID: r.UserID, Seq: r.Seq,
 			Position: r.Seq - p.ck.Admitted - p.ck.LeftWaiting, JoinedAt: r.At, Reaction: r.At.Sub(p.d.OpensAt),
-			Outcome: OutcomeWaiting, Scenario: p.d.Scenario, OpensAt: p.d.OpensAt}}
+			Outcome: OutcomeWaiting, Scenario: p.d.Scenario, OpensAt: p.d.OpensAt, Crowd: p.d.Crowd,
+			Private: p.d.Private()}}
 		p.people[r.UserID] = x
 	}
 	bought := x.Seat != ""

@@ -44,9 +44,12 @@ type Result struct {
 	SeatRow     int
 	Bought      *time.Duration
 	FalseStarts int
-	// Scenario and OpensAt are the drop's, for leaderboards.
+	// Scenario, OpensAt, Crowd and Private are the drop's, for
+	// leaderboards and a person's solo races.
 	Scenario string
 	OpensAt  time.Time
+	Crowd    int
+	Private  bool
 }
 
 // Store keeps drops and results durably (SQL in production). Drops are
@@ -57,8 +60,10 @@ type Store interface {
 	Drop(ctx context.Context, id string) (Drop, error)
 	// OpenDrops lists the drops not finished, soonest opening first.
 	OpenDrops(ctx context.Context) ([]Drop, error)
-	// FinishedDrops lists up to limit finished drops, latest first.
+	// FinishedDrops lists up to limit finished public drops, latest first.
 	FinishedDrops(ctx context.Context, limit int) ([]Drop, error)
+	// DeleteDrop deletes a drop that was never played (a refused solo start).
+	DeleteDrop(ctx context.Context, id string) error
 	// FinishDrop records a drop's end; the first call wins.
 	FinishDrop(ctx context.Context, id string, f Final) error
 	// StaleDrops lists finished drops whose event is still held, finished
@@ -73,8 +78,14 @@ type Store interface {
 	Results(ctx context.Context, dropID string) ([]Result, error)
 	// Result fails with queue.CodeResultNotFound when the person did not race.
 	Result(ctx context.Context, dropID, userID string) (Result, error)
-	// Leaderboard lists up to limit results of drops opened from since (of
-	// one scenario unless ""), at most one per person, best first: a seat,
-	// then its row, then the time to purchase, then the reaction.
+	// Leaderboard lists up to limit results of public drops opened from
+	// since (of one scenario unless ""), at most one per person, best first:
+	// a seat, then its row, then the time to purchase, then the reaction.
 	Leaderboard(ctx context.Context, since time.Time, scenario string, limit int) ([]Result, error)
+	// SoloHistory lists up to limit of a person's results in private drops,
+	// latest opening first.
+	SoloHistory(ctx context.Context, userID string, limit int) ([]Result, error)
+	// SoloBoard lists up to limit results in private drops of a scenario,
+	// fastest reaction first (earlier drops win ties).
+	SoloBoard(ctx context.Context, scenario string, limit int) ([]Result, error)
 }

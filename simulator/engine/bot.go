@@ -27,9 +27,6 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 	patience, think := beh.Patience.Sample(rng), beh.Think.Sample(rng)
 	var reqs []report.Request
 	rec := &reqs
-	if r.cfg.SkipRequests {
-		rec = nil
-	}
 	r.arrived.Add(1)
 	defer func() {
 		b.FinishedAt = time.Now()
@@ -111,17 +108,10 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 	return // the deferred record sets outcome
 }
 
-// wait waits for admission the bot's way: polling, or on a stream when
-// Streams (if set) has a slot free, else polling every DefaultFallbackPoll.
+// wait waits for admission the bot's way: polling, or on a stream.
 func (r *run) wait(ctx context.Context, beh *scenario.Bot, token string, deadline time.Time, reqs *[]report.Request) (entry, error) {
 	if beh.Wait == scenario.WaitPoll {
 		return r.poll(ctx, token, time.Duration(beh.PollInterval), deadline, reqs)
-	}
-	if s := r.cfg.Streams; s != nil {
-		if !s.acquire() {
-			return r.poll(ctx, token, DefaultFallbackPoll, deadline, reqs)
-		}
-		defer s.release()
 	}
 	return r.stream(ctx, token, deadline, reqs)
 }
@@ -168,9 +158,6 @@ func (r *run) stream(ctx context.Context, token string, deadline time.Time, reqs
 	}
 	url := r.api.base + "/api/v1/events/" + r.event.ID + "/queue/" + token + "/stream"
 	client := r.api.client
-	if r.cfg.Streams != nil {
-		client = r.cfg.Streams.client
-	}
 	lastID := ""
 	for attempt := 0; ; attempt++ {
 		start := time.Now()

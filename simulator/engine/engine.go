@@ -41,15 +41,9 @@ type Config struct {
 	Target       string
 	SimulatorKey string
 	AdminKey     string
-	// Client, when set, sends every request; without Streams it needs room
-	// for one connection per SSE bot.
+	// Client, when set, sends every request; it needs room for one
+	// connection per SSE bot.
 	Client *http.Client
-	// Streams, when set, bounds the bots' SSE streams and sends them.
-	Streams *Streams
-	// SkipRequests keeps no record of each request, only each bot's
-	// journey, so a run's memory grows with its bots and not with their
-	// calls (practice races read only the bots' outcomes).
-	SkipRequests bool
 	// Shard (1-based) of Shards takes every Shards-th arrival; all shards
 	// together make exactly the arrivals of one unsharded run.
 	Shard, Shards int
@@ -63,9 +57,6 @@ type Config struct {
 	// often (for a pipe or a log file), and a last one at the end.
 	Progress      io.Writer
 	ProgressEvery time.Duration
-	// Opened, when set, is called with the event's opening time once the
-	// event is known, before the first arrival (practice mode uses it).
-	Opened func(eventID string, opensAt time.Time)
 }
 
 // Run plays sc against cfg.Target until every bot has finished, the grace time
@@ -93,9 +84,6 @@ func Run(ctx context.Context, sc *scenario.Scenario, cfg Config) (report.Raw, er
 	opensAt := time.Now()
 	if ev.OpensAt != nil && ev.OpensAt.After(opensAt) {
 		opensAt = *ev.OpensAt
-	}
-	if cfg.Opened != nil {
-		cfg.Opened(ev.ID, opensAt)
 	}
 	r := &run{sc: sc, cfg: cfg, api: a, event: ev, opensAt: opensAt, tag: randomTag()}
 	r.raw = report.Raw{Scenario: sc.Name, Seed: sc.Seed, Target: cfg.Target, EventID: ev.ID, Seats: ev.Seats,
