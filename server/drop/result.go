@@ -3,6 +3,8 @@ package drop
 import (
 	"context"
 	"time"
+
+	"github.com/rushline/rushline/server/queue"
 )
 
 // Outcome is how a person's race in a drop ended, or "waiting" while it
@@ -72,6 +74,11 @@ type Store interface {
 	ForgetDrop(ctx context.Context, id string) error
 	// DeleteEvent deletes an event definition (the drop's, once forgotten).
 	DeleteEvent(ctx context.Context, id string) error
+	// SaveCrowdChunks keeps crowd joins; CrowdFloor is how far SQL knows
+	// a crowd (virtual users prefix+index) joined: past its chunks and
+	// every virtual user of the audit trail.
+	SaveCrowdChunks(ctx context.Context, cs []queue.CrowdChunk) error
+	CrowdFloor(ctx context.Context, eventID, prefix string) (int64, error)
 	// SaveResults creates or replaces people's results.
 	SaveResults(ctx context.Context, rs []Result) error
 	// Results lists a drop's results by place in line.

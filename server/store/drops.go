@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -13,7 +15,7 @@ import (
 )
 
 // dropModels are the tables of practice drops.
-var dropModels = []any{&DropRow{}, &DropResultRow{}}
+var dropModels = []any{&DropRow{}, &DropResultRow{}, &CrowdChunkRow{}}
 
 var _ drop.Store = (*Store)(nil)
 
@@ -361,4 +363,73 @@ func (s *Store) SoloBoard(ctx context.Context, scenario string, limit int) ([]dr
 		return nil, unavailable("solo race leaderboard", err)
 	}
 	return results(rows), nil
+}
+
+// CrowdChunkRow is a row of the crowd_chunks table: one crowd join of a
+// drop's event (queue.CrowdChunk), the only trace SQL has of a virtual user
+// that joined and was not admitted yet.
+type CrowdChunkRow struct {
+	EventID  string `gorm:"column:event_id;primaryKey"`
+	Cursor   int64  `gorm:"column:first_index;primaryKey;autoIncrement:false"`
+	Prefix   string `gorm:"column:prefix;not null"`
+	N        int    `gorm:"column:n;not null"`
+	FirstSeq int64  `gorm:"column:first_seq;not null"`
+}
+
+// TableName implements gorm's schema.Tabler.
+func (CrowdChunkRow) TableName() string { return "crowd_chunks" }
+
+// SaveCrowdChunks stores crowd joins; one stored already is left as it is.
+func (s *Store) SaveCrowdChunks(ctx context.Context, cs []queue.CrowdChunk) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	rows := make([]CrowdChunkRow, len(cs))
+	for i, c := range cs {
+		rows[i] = CrowdChunkRow{EventID: c.EventID, Cursor: c.Cursor, Prefix: c.Prefix, N: c.N, FirstSeq: c.FirstSeq}
+	}
+	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(&rows, insertBatch/5).Error
+	if err != nil {
+		return unavailable("save crowd chunks", err)
+	}
+	return nil
+}
+
+// CrowdChunks lists an event's crowd joins by cursor.
+func (s *Store) CrowdChunks(ctx context.Context, eventID string) ([]queue.CrowdChunk, error) {
+	var rows []CrowdChunkRow
+	if err := s.db.WithContext(ctx).Where("event_id = ?", eventID).Order("first_index").Find(&rows).Error; err != nil {
+		return nil, unavailable("list crowd chunks", err)
+	}
+	out := make([]queue.CrowdChunk, len(rows))
+	for i, r := range rows {
+		out[i] = queue.CrowdChunk{EventID: r.EventID, Prefix: r.Prefix, Cursor: r.Cursor, N: r.N, FirstSeq: r.FirstSeq}
+	}
+	return out, nil
+}
+
+// CrowdFloor is how far SQL knows the crowd of eventID (its virtual users
+// named prefix+index) joined: past its stored chunks, and past every
+// virtual user the audit trail has. A player resumes at least there.
+func (s *Store) CrowdFloor(ctx context.Context, eventID, prefix string) (int64, error) {
+	var floor int64
+	err := s.db.WithContext(ctx).Model(&CrowdChunkRow{}).Where("event_id = ?", eventID).
+		Select("COALESCE(MAX(first_index + n), 0)").Scan(&floor).Error
+	if err != nil {
+		return 0, unavailable("crowd floor", err)
+	}
+	// LIKE's wildcards in prefix only widen the match; CutPrefix decides.
+	var users []string
+	err = s.db.WithContext(ctx).Model(&Entry{}).Where("event_id = ? AND user_id LIKE ?", eventID, prefix+"%").
+		Distinct().Pluck("user_id", &users).Error
+	if err != nil {
+		return 0, unavailable("crowd floor", err)
+	}
+	for _, u := range users {
+		rest, ok := strings.CutPrefix(u, prefix)
+		if k, err := strconv.ParseInt(rest, 10, 64); ok && err == nil {
+			floor = max(floor, k+1)
+		}
+	}
+	return floor, nil
 }

@@ -158,5 +158,3 @@ func MustBuild(tb testing.TB, sc *scenario.Scenario, raw report.Raw) *report.Rep
 	}
 	return r
 }
-
-
