@@ -64,7 +64,10 @@ type Store interface {
 	OpenDrops(ctx context.Context) ([]Drop, error)
 	// FinishedDrops lists up to limit finished public drops, latest first.
 	FinishedDrops(ctx context.Context, limit int) ([]Drop, error)
-	// DeleteDrop deletes a drop that was never played (a refused solo start).
+	// ClaimDrop stores d if fits accepts the unfinished drops, counting
+	// and storing atomically across replicas; fits' error comes back as it
+	// is. DeleteDrop deletes a drop that was never played.
+	ClaimDrop(ctx context.Context, d Drop, fits func(open []Drop) error) error
 	DeleteDrop(ctx context.Context, id string) error
 	// FinishDrop records a drop's end; the first call wins.
 	FinishDrop(ctx context.Context, id string, f Final) error

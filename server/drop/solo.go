@@ -115,11 +115,10 @@ func (s *Service) SoloScenarios() []SoloScenario {
 // address have; queue.CodeUnavailable when the solo races or their crowds
 // are at their limits. Each refusal carries a Retry-After.
 //
-// The drop row is the claim: it is stored first, then every unfinished
-// solo race is counted with it, and the start stands only if the count
-// fits. Two starts racing each other each see the other's claim once both
-// are stored, so the limits are never exceeded, whichever replicas they
-// come to (at worst both are refused, and try again a second later).
+// The unfinished drops are counted and the new one stored in one step
+// (Store.ClaimDrop, under a lock every replica takes), so concurrent starts
+// on any replicas never exceed a limit; its event is made after, and the
+// drop deleted again when that fails.
 func (s *Service) StartSolo(ctx context.Context, who Racer, name string, opensIn time.Duration) (Drop, queue.Event, error) {
 	var sc *scenario.Scenario
 	for _, c := range s.scenarios {
@@ -149,34 +148,24 @@ func (s *Service) StartSolo(ctx context.Context, who Racer, name string, opensIn
 	}
 	d.Owner, d.Client = who.UserID, who.Client
 	ev.Name, ev.Practice = "Practice: "+sc.Name, true
-	if err := s.store.CreateDrop(ctx, d); err != nil {
+	if err := s.store.ClaimDrop(ctx, d, func(open []Drop) error { return s.fits(open, d) }); err != nil {
 		return Drop{}, queue.Event{}, fmt.Errorf("drop: solo %s: %w", d.ID, err)
 	}
-	undo := func(err error) (Drop, queue.Event, error) {
-		if derr := s.store.DeleteDrop(context.WithoutCancel(ctx), d.ID); derr != nil {
-			s.log.Warn("drop: refused solo race not deleted; it finishes at its close", "drop", d.ID, "err", derr)
-		}
-		return Drop{}, queue.Event{}, err
-	}
-	if err := s.checkSolo(ctx, d); err != nil {
-		return undo(err)
-	}
 	if ev, err = s.catalog.Create(ctx, ev); err != nil {
-		return undo(fmt.Errorf("drop: solo %s: %w", d.ID, err))
+		if derr := s.store.DeleteDrop(context.WithoutCancel(ctx), d.ID); derr != nil {
+			s.log.Warn("drop: solo race without an event not deleted; it finishes at its close", "drop", d.ID, "err", derr)
+		}
+		return Drop{}, queue.Event{}, fmt.Errorf("drop: solo %s: %w", d.ID, err)
 	}
 	s.log.Info("solo race started", "drop", d.ID, "scenario", d.Scenario, "crowd", d.Crowd, "opens_at", d.OpensAt)
 	return d, ev, nil
 }
 
-// checkSolo counts the unfinished solo races, mine (stored) among them,
-// against the limits.
-func (s *Service) checkSolo(ctx context.Context, mine Drop) error {
-	open, err := s.store.OpenDrops(ctx)
-	if err != nil {
-		return err
-	}
+// fits checks a start of mine against the limits, with the unfinished drops
+// open (mine not among them yet).
+func (s *Service) fits(open []Drop, mine Drop) error {
 	now := s.now()
-	var races, crowd, client int
+	races, crowd, client := 1, mine.Crowd, 0
 	var own, clientEnd, end time.Time
 	sooner := func(t *time.Time, at time.Time) {
 		if t.IsZero() || at.Before(*t) {
@@ -189,9 +178,6 @@ func (s *Service) checkSolo(ctx context.Context, mine Drop) error {
 		}
 		races++
 		crowd += d.Crowd
-		if d.ID == mine.ID {
-			continue
-		}
 		sooner(&end, d.ClosesAt)
 		switch {
 		case d.Owner == mine.Owner:

@@ -106,8 +106,8 @@ type You struct {
 
 func ptr[T any](v T) *T { return &v }
 
-// you builds the person's part from their drop result r (nil: they did
-// not join); soldOut and finished are the race's.
+// you builds the person's part of d from their drop result r (nil: they
+// did not join).
 func (s *Service) you(d drop.Drop, r *drop.Result) You {
 	if r == nil {
 		return You{Outcome: OutcomeNotJoined}

@@ -93,6 +93,47 @@ func (s *Store) CreateDrop(ctx context.Context, d drop.Drop) error {
 	return nil
 }
 
+// claimLockKey serialises ClaimDrop across replicas on PostgreSQL (SQLite
+// transactions begin IMMEDIATE: one writer at a time already).
+const claimLockKey = 0x736f6c6f // "solo"
+
+// ClaimDrop stores d if fits, called with every unfinished drop under a lock
+// that every ClaimDrop of every replica takes, accepts them: counting and
+// storing are one step, so limits checked by fits hold under any
+// concurrency. fits' error is returned as it is.
+func (s *Store) ClaimDrop(ctx context.Context, d drop.Drop, fits func(open []drop.Drop) error) error {
+	var refused error
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if s.dialect == DialectPostgres {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", claimLockKey).Error; err != nil {
+				return err
+			}
+		}
+		var rows []DropRow
+		if err := tx.Where("finished_at IS NULL").Order("opens_at").Order("id").Find(&rows).Error; err != nil {
+			return err
+		}
+		open := make([]drop.Drop, len(rows))
+		for i, r := range rows {
+			open[i] = r.Drop()
+		}
+		if refused = fits(open); refused != nil {
+			return refused
+		}
+		row := dropRow(d)
+		return tx.Create(&row).Error
+	})
+	switch {
+	case refused != nil:
+		return refused
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		return queue.Errorf(queue.CodeEventExists, "drop %q already exists", d.ID)
+	case err != nil:
+		return unavailable("claim drop "+d.ID, err)
+	}
+	return nil
+}
+
 // Drop returns one drop, or CodeDropNotFound.
 func (s *Store) Drop(ctx context.Context, id string) (drop.Drop, error) {
 	var rows []DropRow
