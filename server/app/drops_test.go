@@ -204,14 +204,23 @@ func mustCrowdOnce(ctx context.Context, tb testing.TB, rdb *redis.Client, d drop
 // exactly equal to crowd, and no seat is sold twice.
 func TestDropCrowdSurvivesARedisFlush(t *testing.T) {
 	if testing.Short() {
-		t.Skip("fault test: plays a 20,000-user drop through a FLUSHALL (~30 s)")
+		t.Skip("fault test: plays a 20,000-user drop through a FLUSHALL (~40 s a database)")
 	}
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) { dropThroughAFlush(t, dialect) })
+	}
+}
+
+// dropThroughAFlush plays TestDropCrowdSurvivesARedisFlush on a database
+// of the dialect.
+func dropThroughAFlush(t *testing.T, dialect string) {
 	const crowd, seats = 20_000, 500
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 	defer cancel()
 	rp := redistest.MustStart(t)
 	rdb := redistest.MustClient(t, rp.Addr())
-	cfg := app.Config{Addr: "127.0.0.1:0", RedisURL: "redis://" + rp.Addr(), DataDir: t.TempDir()}
+	cfg := app.Config{Addr: "127.0.0.1:0", RedisURL: "redis://" + rp.Addr(), DatabaseURL: lossDatabase(t, dialect),
+		DataDir: t.TempDir()}
 	db, err := store.Open(ctx, cfg.DatabaseURL, cfg.DataDir)
 	if err != nil {
 		t.Fatal(err)

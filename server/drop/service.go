@@ -420,11 +420,11 @@ func (s *Service) clean(ctx context.Context, now time.Time) {
 		return
 	}
 	for _, d := range stale {
-		err := s.eng.DropEvent(ctx, d.Event)
-		if err == nil {
-			if err = s.store.DeleteEvent(ctx, d.Event); queue.ErrorCode(err) == queue.CodeEventNotFound {
-				err = nil
-			}
+		// SQL first: an event SQL holds and Redis lacks is one Redis lost,
+		// which a keeper would rebuild.
+		err := s.store.DeleteEvent(ctx, d.Event)
+		if err == nil || queue.ErrorCode(err) == queue.CodeEventNotFound {
+			err = s.eng.DropEvent(ctx, d.Event)
 		}
 		if err == nil {
 			err = s.store.ForgetDrop(ctx, d.ID)
