@@ -111,7 +111,7 @@ func (s *Service) SoloScenarios() []SoloScenario {
 // opensIn (0: the scenario's opens_in, at least DefaultSoloLead), at level
 // normal. A refused start leaves nothing behind: 400 for an unknown
 // scenario or a bad opensIn; queue.CodeRateLimited while who has an
-// unfinished solo race, or Limits.PerClient others started from who's
+// unfinished solo race, or SoloLimits.PerClient others started from who's
 // address have; queue.CodeUnavailable when the solo races or their crowds
 // are at their limits. Each refusal carries a Retry-After.
 //
