@@ -35,7 +35,7 @@ import (
 // in Cleanup.
 func MustStartServer(tb testing.TB, practice ...*scenario.Scenario) (*app.Server, string) {
 	tb.Helper()
-	return MustStartServerWith(tb, func(c *app.Config) { c.PracticeScenarios = practice })
+	return MustStartServerWith(tb, func(c *app.Config) { c.DropScenarios = practice })
 }
 
 // MustStartServerWith is MustStartServer with the configuration changed by set.
@@ -440,7 +440,7 @@ func TestPracticeRace(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("p-opens-in"), "8"),
 		chromedp.Click(chromedp.ID("p-create")),
 	)
-	b.MustWait(t, "the countdown", visible("#join-btn")+` && /^#\/race\/practice-/.test(location.hash)`, 30*time.Second)
+	b.MustWait(t, "the countdown", visible("#join-btn")+` && /^#\/race\/drop-solo-/.test(location.hash)`, 30*time.Second)
 	eventID := MustEval[string](t, b, `decodeURIComponent(location.hash.split("/")[2])`)
 	token := MustEval[string](t, b, `JSON.parse(localStorage.getItem("rushline.practice.session")).access_token`)
 	auth := map[string]string{"Authorization": "Bearer " + token}

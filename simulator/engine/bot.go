@@ -42,7 +42,7 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase, planned ti
 		r.rec.Bot(b)
 	}()
 	leave := func() {}
-	if r.gate != nil && beh.Wait != scenario.WaitPoll {
+	if beh.Wait != scenario.WaitPoll {
 		held, ok := r.gate.enter(ctx)
 		b.HeldBack = held
 		if !ok {
@@ -127,17 +127,10 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase, planned ti
 	return // the deferred record sets outcome
 }
 
-// wait waits for admission the bot's way: polling, or on a stream when
-// Streams (if set) has a slot free, else polling every DefaultFallbackPoll.
+// wait waits for admission the bot's way: polling, or on a stream.
 func (r *run) wait(ctx context.Context, beh *scenario.Bot, token string, deadline time.Time) (entry, error) {
 	if beh.Wait == scenario.WaitPoll {
 		return r.poll(ctx, token, time.Duration(beh.PollInterval), deadline)
-	}
-	if s := r.cfg.Streams; s != nil {
-		if !s.acquire() {
-			return r.poll(ctx, token, DefaultFallbackPoll, deadline)
-		}
-		defer s.release()
 	}
 	return r.stream(ctx, token, deadline)
 }
@@ -183,21 +176,12 @@ func (r *run) stream(ctx context.Context, token string, deadline time.Time) (ent
 		defer cancel()
 	}
 	url := r.api.base + "/api/v1/events/" + r.event.ID + "/queue/" + token + "/stream"
-	open := func(lastID string) (*sse.Stream, error) {
-		if r.cfg.Streams != nil {
-			return sse.Open(waitCtx, r.cfg.Streams.client, url, lastID)
-		}
-		if r.gate != nil {
-			return sse.Dial(waitCtx, url, lastID)
-		}
-		return sse.Open(waitCtx, r.api.client, url, lastID)
-	}
 	lastID := ""
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		var s *sse.Stream
 		var err error
-		shallow(func() { s, err = open(lastID) })
+		shallow(func() { s, err = sse.Dial(waitCtx, url, lastID) })
 		rec := report.Request{Step: "stream", At: start, Latency: time.Since(start), Code: 200}
 		if err != nil {
 			var se *sse.StatusError

@@ -43,16 +43,13 @@ type Config struct {
 	// Client, when set, sends every request; else the run makes one with a
 	// pool sized to the process's descriptor limit.
 	Client *http.Client
-	// Streams, when set, bounds the bots' SSE streams (shared by several
-	// runs) and sends them: a bot finding no slot free polls instead. Left
-	// nil, the run dials each stream itself and holds at most what the
-	// descriptor limit (and MaxStreams) allows; a bot that waits by stream
-	// waits for a slot before it joins, and is counted as held back.
-	Streams *Streams
-	// MaxStreams, when set, lowers the streams a run without Streams holds.
+	// MaxStreams, when set, lowers the streams a run holds: the run dials
+	// each stream itself and holds at most what the descriptor limit (and
+	// MaxStreams) allows; a bot that waits by stream waits for a slot
+	// before it joins, and is counted as held back.
 	MaxStreams int
 	// KeepBots and KeepRequests keep the raw record of every bot and every
-	// request beside the aggregates (practice races read the bots').
+	// request beside the aggregates.
 	KeepBots, KeepRequests bool
 	// StartAt, when set, starts the scenario clock at that instant (every
 	// shard given the same one starts together); the run waits until then,
@@ -74,9 +71,6 @@ type Config struct {
 	// often (for a pipe or a log file), and a last one at the end.
 	Progress      io.Writer
 	ProgressEvery time.Duration
-	// Opened, when set, is called with the event's opening time once the
-	// event is known, before the first arrival (practice mode uses it).
-	Opened func(eventID string, opensAt time.Time)
 }
 
 // Run plays sc against cfg.Target until every bot has finished, the grace time
@@ -103,10 +97,8 @@ func Run(ctx context.Context, sc *scenario.Scenario, cfg Config) (report.Raw, er
 			IdleConnTimeout: 30 * time.Second}}
 		gen.Pool = pool
 	}
-	r := &run{sc: sc, cfg: cfg, tag: randomTag()}
-	if cfg.Streams == nil {
-		r.gate, gen.Streams = newGate(streams), streams
-	}
+	r := &run{sc: sc, cfg: cfg, tag: randomTag(), gate: newGate(streams)}
+	gen.Streams = streams
 	r.api = &api{base: cfg.Target, client: client, simKey: cfg.SimulatorKey, adminKy: cfg.AdminKey}
 	if cfg.Client == nil {
 		r.api.inflight = make(chan struct{}, pool)
@@ -129,9 +121,6 @@ func Run(ctx context.Context, sc *scenario.Scenario, cfg Config) (report.Raw, er
 	opensAt := started
 	if ev.OpensAt != nil && ev.OpensAt.After(opensAt) {
 		opensAt = *ev.OpensAt
-	}
-	if cfg.Opened != nil {
-		cfg.Opened(ev.ID, opensAt)
 	}
 	r.event, r.opensAt = ev, opensAt
 	r.rec = report.NewRecorder(opensAt, cfg.KeepBots, cfg.KeepRequests)
@@ -247,7 +236,7 @@ type run struct {
 	opensAt    time.Time
 	tag        string
 	closedBase int
-	gate       *gate // nil when cfg.Streams bounds the streams
+	gate       *gate // bounds the streams held at once
 	rec        *report.Recorder
 
 	mu  sync.Mutex
@@ -413,10 +402,7 @@ func (r *run) progress(ctx context.Context) {
 	status := func() string {
 		j, d, now := r.joined.Load(), r.done.Load(), time.Now()
 		secs := max(now.Sub(last).Seconds(), 1e-3)
-		held := int64(0)
-		if r.gate != nil {
-			held = r.gate.waiting.Load()
-		}
+		held := r.gate.waiting.Load()
 		line := fmt.Sprintf("%6s  bots %d  held back %d  joined %d  waiting %d  active %d  done %d  |  %.0f joins/s  %.0f done/s",
 			now.Sub(start).Truncate(time.Second), r.arrived.Load(), held, j, r.waiting.Load(), r.active.Load(), d,
 			float64(j-lastJoined)/secs, float64(d-lastDone)/secs)

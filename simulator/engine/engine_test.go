@@ -2,10 +2,7 @@ package engine_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -168,76 +165,6 @@ func MustBuild(tb testing.TB, sc *scenario.Scenario, raw report.Raw) *report.Rep
 	return r
 }
 
-// counting is a RoundTripper that counts requests by kind and the most
-// responses it had open at once.
-type counting struct {
-	next http.RoundTripper
-
-	mu             sync.Mutex
-	open, maxOpen  int
-	polls, streams int
-}
-
-func (c *counting) RoundTrip(req *http.Request) (*http.Response, error) {
-	res, err := c.next.RoundTrip(req)
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case strings.HasSuffix(req.URL.Path, "/stream"):
-		c.streams++
-	case req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/queue/"):
-		c.polls++
-	}
-	c.open++
-	c.maxOpen = max(c.maxOpen, c.open)
-	res.Body = &countedBody{ReadCloser: res.Body, c: c}
-	return res, nil
-}
-
-type countedBody struct {
-	io.ReadCloser
-	c    *counting
-	once sync.Once
-}
-
-func (b *countedBody) Close() error {
-	b.once.Do(func() { b.c.mu.Lock(); b.c.open--; b.c.mu.Unlock() })
-	return b.ReadCloser.Close()
-}
-
-// With Streams, at most its slots of SSE bots hold a stream at once; the
-// others poll, and the run still ends the way it must. KeepBots keeps the
-// bots' journeys and no request records.
-func TestStreamsBoundTheOpenStreams(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a whole practice-small run takes ~20 s")
-	}
-	target := simtest.MustServer(t)
-	sc := MustScenario(t, "practice-small.yaml")
-	calls := &counting{next: http.DefaultTransport}
-	streams := &counting{next: http.DefaultTransport}
-	const slots = 4
-	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator,
-		AdminKey: simtest.Keys.Admin, Client: &http.Client{Transport: calls},
-		Streams: engine.NewStreams(&http.Client{Transport: streams}, slots), KeepBots: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	MustCheckRun(t, sc, raw, raw.Bots)
-	if streams.maxOpen > slots || streams.streams == 0 {
-		t.Errorf("%d streams sent, at most %d open at once; want some, never over %d", streams.streams, streams.maxOpen, slots)
-	}
-	if calls.streams != 0 || calls.polls == 0 {
-		t.Errorf("the call client sent %d streams and %d polls; want none and some", calls.streams, calls.polls)
-	}
-	if len(raw.Requests) != 0 {
-		t.Errorf("%d requests recorded without KeepRequests", len(raw.Requests))
-	}
-}
-
 func countStep(reqs []report.Request, step string) (n int) {
 	for _, q := range reqs {
 		if q.Step == step {
@@ -247,7 +174,7 @@ func countStep(reqs []report.Request, step string) (n int) {
 	return n
 }
 
-// Without Streams, a run holds at most MaxStreams streams: the bots beyond
+// A run holds at most MaxStreams streams: the bots beyond
 // wait their turn before joining and are counted as held back, and none
 // fails to dial.
 func TestGateHoldsBotsBack(t *testing.T) {
