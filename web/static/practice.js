@@ -64,6 +64,7 @@ function still() {
 }
 
 function go(hash) {
+  routed = true;
   if (location.hash === hash) route();
   else location.hash = hash;
 }
@@ -110,10 +111,37 @@ function route() {
   return showDrop(null);
 }
 
-window.addEventListener('hashchange', route);
+window.addEventListener('hashchange', () => { routed = true; route(); });
+
+// A click that lands within GUARD_MS of a screen change does nothing: the
+// second click of a double-click on "Join now!" must not buy the seat that
+// has just appeared under the pointer.
+const GUARD_MS = 500;
+let changedAt = -Infinity;
+let routed = false;
+
+let settleTimer = 0;
+
+// screenChanged starts the guard: call it whenever what sits under the
+// pointer is replaced (a view, a step). The page's root carries
+// data-settling meanwhile, so tests (and styles) can tell.
+function screenChanged() {
+  if (!routed) return; // the first view after loading: no click came before it
+  changedAt = performance.now();
+  document.documentElement.dataset.settling = 'true';
+  clearTimeout(settleTimer);
+  settleTimer = setTimeout(() => { delete document.documentElement.dataset.settling; }, GUARD_MS);
+}
+
+document.addEventListener('click', (e) => {
+  if (performance.now() - changedAt >= GUARD_MS) return;
+  e.preventDefault();
+  e.stopImmediatePropagation();
+}, true);
 
 function show(id, title) {
   const v = $(id);
+  if (v.hidden) screenChanged();
   v.hidden = false;
   document.title = `rushline — ${title}`;
   return v;
@@ -826,6 +854,18 @@ async function showSeats(g) {
   let section = null;
   let busy = false;
   let over = false;
+  // Choosing a seat and buying it are two actions: a click selects, and
+  // Confirm buys the selected seat.
+  let picked = null;
+  const confirmBtn = $('s-confirm');
+  const select = (b) => {
+    if (picked) picked.setAttribute('aria-pressed', 'false');
+    picked = b;
+    if (b) b.setAttribute('aria-pressed', 'true');
+    confirmBtn.disabled = !b;
+    setText($('s-picked'), b ? `Selected: seat ${b.dataset.seat}` : 'No seat selected');
+  };
+  select(null);
   let expiresAt = Date.parse(r.expires_at);
   let ttl = Math.max(1, (expiresAt - clock.now()) || 1);
 
@@ -861,6 +901,7 @@ async function showSeats(g) {
     map.style.setProperty('--cols', String(width));
     if (width > 16) map.dataset.dense = 'true';
     const frag = document.createDocumentFragment();
+    select(null);
     buttons = new Map();
     for (const [name, list] of rows) {
       frag.append(el('span', { class: 'row-label', 'aria-hidden': 'true', text: name }));
@@ -888,6 +929,7 @@ async function showSeats(g) {
           if (next) next.focus();
         }
         b.disabled = !!s.taken;
+        if (b.disabled && b === picked) select(null);
       }
       b.setAttribute('aria-label', `Seat ${s.id}${s.taken ? ', taken' : ''}`);
     }
@@ -927,10 +969,16 @@ async function showSeats(g) {
     if (!shown()) return;
   }
 
-  map.onclick = async (e) => {
+  map.onclick = (e) => {
     const b = e.target.closest('button.seat');
     if (!b || b.disabled || busy || over) return;
+    select(b === picked ? null : b);
+  };
+  confirmBtn.onclick = async () => {
+    const b = picked;
+    if (!b || b.disabled || busy || over) return;
     busy = true;
+    confirmBtn.disabled = true;
     b.setAttribute('aria-busy', 'true');
     map.dataset.busy = 'true';
     setText($('s-note'), `Buying seat ${b.dataset.seat}…`);
@@ -943,6 +991,7 @@ async function showSeats(g) {
       setText($('s-note'), friendly(err));
       if (err.code === 'SEAT_TAKEN') {
         b.disabled = true;
+        select(null);
         await refresh();
       } else if (err.code === 'SOLD_OUT' || err.code === 'NOT_ACTIVE') {
         end(friendly(err), 'warn');
@@ -951,10 +1000,11 @@ async function showSeats(g) {
       busy = false;
       b.removeAttribute('aria-busy');
       delete map.dataset.busy;
+      confirmBtn.disabled = !picked;
     }
   };
   $('s-section').onchange = (e) => { section = e.target.value; refresh(); };
-  onLeave(() => { map.onclick = null; $('s-section').onchange = null; });
+  onLeave(() => { map.onclick = null; confirmBtn.onclick = null; $('s-section').onchange = null; });
   every(SEATS_MS, refresh);
   focusHeading(v);
 }
