@@ -26,6 +26,7 @@ import (
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/redisproc"
 	"github.com/rushline/rushline/server/redisproc/redistest"
+	"github.com/rushline/rushline/server/steps"
 	"github.com/rushline/rushline/server/store"
 	"github.com/rushline/rushline/server/store/storetest"
 )
@@ -114,6 +115,8 @@ type FixtureOptions struct {
 	// Drops, when not nil, serves practice drops with a drop service made
 	// with these options (its Run loop not started: no crowd plays).
 	Drops []drop.Option
+	// Steps, when not nil, serves order steps with this flow per event.
+	Steps steps.FlowFunc
 }
 
 // MustServer starts a fixture; redis options (e.g. redistest.AppendOnly)
@@ -153,7 +156,12 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 			tb.Fatalf("drops: %v", err)
 		}
 	}
+	var orderSteps *steps.Service
+	if o.Steps != nil {
+		orderSteps = steps.New(eng, rdb, o.Steps)
+	}
 	api := httpapi.New(httpapi.Deps{
+		Steps:   orderSteps,
 		Drops:   drops,
 		Engine:  eng,
 		Catalog: catalog,

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/steps"
+)
+
+// stepsReady answers 503 where a server runs no order steps.
+func (s *Server) stepsReady(c *gin.Context) {
+	if s.Steps == nil {
+		s.fail(c, &queue.Error{Code: queue.CodeUnavailable, Message: "this server runs no order steps"})
+		return
+	}
+	c.Next()
+}
+
+// stepToken is the queue token a steps read names: the X-Queue-Token
+// header, or ?token= where the reader is an <img> (the captcha).
+func (s *Server) stepToken(c *gin.Context) (string, bool) {
+	tok := c.GetHeader(headerToken)
+	if tok == "" {
+		tok = c.Query("token")
+	}
+	if tok == "" {
+		s.fail(c, queue.Errorf(queue.CodeUnauthenticated, "the order steps need an X-Queue-Token header with the queue token"))
+		return "", false
+	}
+	return tok, true
+}
+
+func (s *Server) stepState(c *gin.Context) {
+	tok, ok := s.stepToken(c)
+	if !ok {
+		return
+	}
+	st, err := s.Steps.State(c.Request.Context(), c.Param("event"), tok)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, st)
+}
+
+// stepCaptcha answers a new captcha image; the one before can no longer
+// be answered.
+func (s *Server) stepCaptcha(c *gin.Context) {
+	tok, ok := s.stepToken(c)
+	if !ok {
+		return
+	}
+	png, err := s.Steps.Captcha(c.Request.Context(), c.Param("event"), tok)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.Data(http.StatusOK, "image/png", png)
+}
+
+func (s *Server) stepSeats(c *gin.Context) {
+	tok, ok := s.stepToken(c)
+	if !ok {
+		return
+	}
+	seats, err := s.Steps.Seats(c.Request.Context(), c.Param("event"), tok, c.Query("grade"))
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"grade": c.Query("grade"), "seats": seats})
+}
+
+func (s *Server) stepTimes(c *gin.Context) {
+	tok, ok := s.stepToken(c)
+	if !ok {
+		return
+	}
+	t, err := s.Steps.Times(c.Request.Context(), c.Param("event"), tok)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, t)
+}
+
+// doStep finishes one order step; the flow's last buys the held seat (201
+// with the order, as POST /orders answers).
+func (s *Server) doStep(c *gin.Context) {
+	actor, err := s.actor(c)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	var req struct {
+		Token *string `json:"token"`
+		Value *string `json:"value"`
+	}
+	if err := decode(c, &req); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if req.Token == nil || *req.Token == "" {
+		s.fail(c, badRequest("token is required"))
+		return
+	}
+	value := ""
+	if req.Value != nil {
+		value = *req.Value
+	}
+	r, err := s.Steps.Do(c.Request.Context(), c.Param("event"), *req.Token, steps.Step(c.Param("step")), value, actor)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	code := http.StatusOK
+	if r.Order != nil {
+		code = http.StatusCreated
+	}
+	c.JSON(code, r)
+}
