@@ -10,6 +10,7 @@ import {
   $, api, enc, local, friendly, notActiveText, clock, el, setText, showAlert, hideAlert,
   fmtNum, fmtSec, ordinal, plural, fmtClock, fmtEta, fmtTime, fmtShort, chart, chartsReady, readSeats, showSections,
 } from '/lib.js';
+import { t, lang, applyLang, setLang } from '/practice-i18n.js';
 
 const LIVE_MS = 1000;
 const SEATS_MS = 1000;
@@ -80,6 +81,7 @@ function dropGame(id) {
 }
 
 function route() {
+  queueMicrotask(() => applyLang());
   for (const fn of cleanups) fn();
   cleanups = [];
   routeGen++;
@@ -90,7 +92,7 @@ function route() {
     const id = parts[1];
     if (parts[2] === 'result') return showDropResult(id);
     const g = session() && dropGame(id);
-    if ((parts[2] === 'wait' || parts[2] === 'seats') && g) return parts[2] === 'wait' ? showWait(g) : showSeats(g);
+    if ((parts[2] === 'wait' || parts[2] === 'seats') && g) return parts[2] === 'wait' ? showWait(g) : showSeatsOrSteps(g);
     return showDrop(id);
   }
   if (parts[0] === 'race' && parts[1]) {
@@ -101,7 +103,7 @@ function route() {
     const id = parts[1];
     switch (parts[2]) {
       case 'wait': return showWait(soloGame(id));
-      case 'seats': return showSeats(soloGame(id));
+      case 'seats': return showSeatsOrSteps(soloGame(id));
       case 'result': return showResult(id);
       default: return showCountdown(id);
     }
@@ -373,6 +375,7 @@ async function showDropResult(id) {
       if (now !== board || over) {
         board = now;
         loadDropBoard();
+        loadStepTimes(info, res);
       }
     } catch (err) {
       if (!shown()) return;
@@ -409,7 +412,7 @@ function renderDropResult(info, res, mine) {
   setText($('dres-headline'), headline);
   setText($('dres-percentile'), ok ? `${mine.percentile}%` : '—');
   setText($('dres-position'), ok ? ordinal(mine.position) : '—');
-  setText($('dres-reaction'), ok ? fmtSec(mine.reaction_ms) : '—');
+  setText($('dres-reaction'), ok ? fmtReaction(mine.reaction_ms) : '—');
   setText($('dres-false'), ok ? fmtNum(mine.false_starts) : '—');
   setText($('dres-outcome'), ok ? outcomeText(mine.outcome) : '—');
   setText($('dres-seat'), (ok && mine.seat) || '—');
@@ -425,6 +428,34 @@ function renderDropResult(info, res, mine) {
     el('td', { class: 'opt', text: outcomeText(x.outcome) }),
     el('td', { text: x.seat || '—' }),
   ])));
+}
+
+// loadStepTimes fills the person's time per step against the drop's
+// people, for a drop with order steps; hidden otherwise.
+async function loadStepTimes(info, res) {
+  const r = race(info.event);
+  const box = $('dres-steps-box');
+  const rows = document.querySelectorAll('#view-dresult [data-steps]');
+  if (!r.token) return;
+  let tm;
+  try {
+    tm = await api('GET', `/events/${enc(info.event)}/steps/times`, { headers: { 'X-Queue-Token': r.token } });
+  } catch (_) {
+    box.hidden = true;
+    return;
+  }
+  box.hidden = false;
+  for (const x of rows) x.hidden = false;
+  setText($('dres-total'), fmtMS(tm.total_ms));
+  setText($('dres-grade'), tm.grade ? `${t('grade.seat', { g: tm.grade })} · ${fmtWon(tm.price)}` : '—');
+  $('dres-steps').querySelector('tbody').replaceChildren(...(tm.steps || []).map((x) => el('tr', { dataset: { step: x.step } }, [
+    el('th', { scope: 'row', text: t(`step.${x.step}`) }),
+    el('td', { class: 'num', text: fmtMS(x.you_ms) }),
+    el('td', { class: 'num', text: `${fmtMS(x.people_p50_ms)} (${fmtNum(x.people)})` }),
+    el('td', { class: 'num', text: typeof x.percentile === 'number' ? `${x.percentile}%` : '—' }),
+  ])));
+  const q = ((res && res.crowd) || {}).reaction_ms || {};
+  setText($('dres-crowd-note'), typeof q.p50 === 'number' ? `${t('res.crowd', { p50: fmtSec(q.p50) })}` : '');
 }
 
 // loadDropBoard fills the leaderboard of the chosen period; this person's row
@@ -730,6 +761,7 @@ async function showWait(g) {
       setText($('w-ahead-bots'), fmtNum(st.position - 1 - people));
     }
     setText($('w-eta'), fmtEta(st.eta));
+    if (st.waiting != null && st.position != null) setText($('w-behind'), fmtNum(Math.max(0, st.waiting - st.position)));
     if (st.waiting != null) setText($('w-waiting'), fmtNum(st.waiting));
   };
   render();
@@ -754,6 +786,15 @@ async function showWait(g) {
     if (note) showAlert(alertBox, note, 'info');
     go(`${g.base}/${path}`);
   };
+
+  // Sold out is pushed: nobody waits on for a seat that is not there.
+  soldOutFeed(id, () => {
+    if (st.done) return;
+    setText($('w-headline'), t('wait.soldout'));
+    showAlert(alertBox, t('wait.soldout'), 'warn');
+    const here = still();
+    setTimeout(() => { if (here()) finish('result'); }, 600);
+  });
 
   // The queue stream: position updates, then admitted / expired / closed.
   const es = new EventSource(`/api/v1/events/${enc(id)}/queue/${enc(r.token)}/stream`);
@@ -891,13 +932,7 @@ async function showSeats(g) {
   tick();
 
   const draw = (seats) => {
-    const rows = new Map();
-    for (const s of seats) {
-      const row = String(s.id).split('-')[0];
-      if (!rows.has(row)) rows.set(row, []);
-      rows.get(row).push(s);
-    }
-    const width = Math.max(1, ...[...rows.values()].map((x) => x.length));
+    const { rows, width } = seatRows(seats);
     map.style.setProperty('--cols', String(width));
     if (width > 16) map.dataset.dense = 'true';
     const frag = document.createDocumentFragment();
@@ -1007,6 +1042,307 @@ async function showSeats(g) {
   onLeave(() => { map.onclick = null; confirmBtn.onclick = null; $('s-section').onchange = null; });
   every(SEATS_MS, refresh);
   focusHeading(v);
+}
+
+// ---------- 4b. the order steps (events whose scenario names them) ----------
+
+// soldOutFeed follows event id's stats stream (a push each second) and calls
+// onSoldOut once no seat is left.
+function soldOutFeed(id, onSoldOut) {
+  const es = new EventSource(`/api/v1/events/${enc(id)}/stats/stream`);
+  onLeave(() => es.close());
+  es.addEventListener('stats', (e) => {
+    let d = {};
+    try { d = JSON.parse(e.data); } catch (_) { return; }
+    if (d.seats_left === 0) {
+      es.close();
+      onSoldOut();
+    }
+  });
+}
+
+// showSeatsOrSteps shows the order steps of an event that has them, else
+// the one seat map of API.md's order call.
+async function showSeatsOrSteps(g) {
+  const r = race(g.event);
+  if (!r.token) return go(g.base);
+  const shown = still();
+  let st = null;
+  try {
+    st = await api('GET', `/events/${enc(g.event)}/steps`, { headers: { 'X-Queue-Token': r.token } });
+  } catch (err) {
+    if (err.code !== 'STEP_OUT_OF_ORDER' && err.code !== 'UNAVAILABLE') {
+      if (!shown()) return;
+      showAlert(alertBox, friendly(err));
+    }
+  }
+  if (!shown()) return;
+  return st ? showSteps(g, st) : showSeats(g);
+}
+
+// fmtReaction is a reaction time in milliseconds, as practisers count it.
+const fmtReaction = (ms) => (typeof ms === 'number' ? `${fmtNum(Math.round(ms))} ms` : '—');
+const fmtMS = (ms) => (typeof ms === 'number' ? `${(ms / 1000).toFixed(2)} s` : '—');
+const fmtWon = (n) => t('won', { n: fmtNum(n) });
+const fmtShow = (at) => new Intl.DateTimeFormat(lang === 'ko' ? 'ko-KR' : 'en-GB', {
+  timeZone: 'Asia/Seoul', year: 'numeric', month: 'short', day: 'numeric', weekday: 'short', hour: '2-digit', minute: '2-digit',
+}).format(new Date(at));
+
+// seatRows groups a seat list by row: the rows in order and the widest.
+function seatRows(seats) {
+  const rows = new Map();
+  for (const x of seats) {
+    const row = String(x.id).split('-')[0];
+    if (!rows.has(row)) rows.set(row, []);
+    rows.get(row).push(x);
+  }
+  return { rows, width: Math.max(1, ...[...rows.values()].map((x) => x.length)) };
+}
+
+// showSteps walks the person through the event's steps. Every choice is a
+// selection first and goes to the server only with the step's button; the
+// server records each step's time on its clock.
+function showSteps(g, st) {
+  const v = show('view-steps', t('steps.title'));
+  const id = g.event;
+  const r = race(id);
+  const tokenH = { 'X-Queue-Token': r.token };
+  const info = { date: null, grade: null, seat: null };
+  let step = st.next;
+  let choice = null; // the current step's selection, sent with Next
+  let busy = false;
+  let over = false;
+  const next = $('st-next');
+  const expiresAt = Date.parse(st.expires_at);
+  const ttl = Math.max(1, expiresAt - Date.parse(st.admitted_at) || 1);
+  setText($('st-event'), r.scenario ? `${r.scenario}` : id);
+  $('st-skip').setAttribute('href', `${g.base}/result`);
+  $('st-soldout').hidden = true;
+  for (const d of st.done) info[d.step] = d.value || null;
+
+  onLeave(() => { over = true; });
+  const end = (note, kind) => {
+    if (over) return;
+    over = true;
+    next.disabled = true;
+    if (note) showAlert(alertBox, note, kind || 'info');
+    const here = still();
+    setTimeout(() => { if (here()) go(`${g.base}/result`); }, 900);
+  };
+  soldOutFeed(id, () => {
+    if (over) return;
+    $('st-soldout').hidden = false;
+    end(null);
+  });
+
+  const tick = () => {
+    if (isNaN(expiresAt)) return;
+    const left = expiresAt - clock.now();
+    setText($('st-time'), fmtClock(left));
+    $('st-countdown').dataset.urgent = String(left < 10000);
+    if (left <= 0 && !busy) end(notActiveText('EXPIRED'), 'warn');
+  };
+  const timer = setInterval(tick, 250);
+  onLeave(() => clearInterval(timer));
+  tick();
+
+  const times = new Map(st.done.map((d) => [d.step, d.ms]));
+  const renderSide = () => {
+    $('st-progress').replaceChildren(...st.flow.map((x) => el('li', {
+      'aria-current': x === step ? 'step' : null,
+      dataset: { state: times.has(x) ? 'done' : (x === step ? 'now' : 'todo') },
+      text: t(`step.${x}`),
+    })));
+    const grade = st.grades.find((x) => x.id === info.grade);
+    const show = st.dates.find((x) => x.id === info.date);
+    const rows = [];
+    if (show) rows.push([t('sum.show'), fmtShow(show.at)]);
+    if (grade) rows.push([t('sum.grade'), t('grade.seat', { g: grade.id })], [t('sum.price'), fmtWon(grade.price)]);
+    if (info.seat) rows.push([t('sum.seat'), info.seat]);
+    $('st-picked').replaceChildren(...rows.flatMap(([k, x]) => [el('dt', { text: k }), el('dd', { text: x })]));
+    $('sk-summary').replaceChildren(...rows.flatMap(([k, x]) => [el('dt', { text: k }), el('dd', { text: x })]));
+    $('st-times').replaceChildren(...st.flow.filter((x) => times.has(x)).map((x) =>
+      el('li', { dataset: { step: x }, text: `${t(`step.${x}`)}: ${fmtMS(times.get(x))}` })));
+  };
+
+  const label = { date: 'steps.next', captcha: 'captcha.submit', grade: 'steps.next', seat: 'seat.done', confirm: 'confirm.btn', payment: 'pay.btn' };
+  const choose = (value) => {
+    choice = value;
+    next.disabled = busy || over || (choice == null && step !== 'confirm' && step !== 'payment');
+  };
+
+  // The seat map of the chosen grade, refreshed each second.
+  let seatButtons = new Map();
+  let picked = null;
+  const map = $('ss-map');
+  let zoom = 1;
+  const drawSeats = (seats) => {
+    const { rows, width } = seatRows(seats);
+    map.style.setProperty('--cols', String(width));
+    if (width > 16) map.dataset.dense = 'true'; else delete map.dataset.dense;
+    const frag = document.createDocumentFragment();
+    seatButtons = new Map();
+    picked = null;
+    for (const [name, list] of rows) {
+      frag.append(el('span', { class: 'row-label', 'aria-hidden': 'true', text: name }));
+      for (const x of list) {
+        const b = el('button', { type: 'button', class: `seat graded g-${info.grade}`, dataset: { seat: x.id },
+          'aria-pressed': 'false', text: String(x.id).split('-').slice(1).join('-') });
+        seatButtons.set(x.id, b);
+        frag.append(b);
+      }
+      for (let i = list.length; i < width; i++) frag.append(el('span', { 'aria-hidden': 'true' }));
+    }
+    map.replaceChildren(frag);
+  };
+  const loadSeats = async () => {
+    if (over || step !== 'seat' || !info.grade) return;
+    try {
+      const m = await api('GET', `/events/${enc(id)}/steps/seats?grade=${enc(info.grade)}`, { headers: tokenH });
+      if (over || step !== 'seat') return;
+      const seats = Array.isArray(m && m.seats) ? m.seats : [];
+      if (seatButtons.size !== seats.length || !seats.every((x) => seatButtons.has(x.id))) drawSeats(seats);
+      for (const x of seats) {
+        const b = seatButtons.get(x.id);
+        b.disabled = !!x.taken;
+        b.setAttribute('aria-label', `${x.id}${x.taken ? `, ${t('seat.taken')}` : ''}`);
+        if (b.disabled && b === picked) {
+          picked = null;
+          b.setAttribute('aria-pressed', 'false');
+          choose(null);
+        }
+      }
+    } catch (err) {
+      if (err.code === 'NOT_ACTIVE') end(friendly(err), 'warn');
+      else setText($('st-note'), friendly(err));
+    }
+  };
+  map.onclick = (e) => {
+    const b = e.target.closest('button.seat');
+    if (!b || b.disabled || busy || over) return;
+    if (picked) picked.setAttribute('aria-pressed', 'false');
+    picked = b === picked ? null : b;
+    if (picked) picked.setAttribute('aria-pressed', 'true');
+    setText($('st-note'), picked ? t('seat.picked', { s: picked.dataset.seat }) : '');
+    choose(picked ? picked.dataset.seat : null);
+  };
+  const setZoom = (z) => {
+    zoom = Math.max(0.6, Math.min(2, z));
+    $('ss-scroll').style.setProperty('--zoom', String(zoom));
+  };
+  $('ss-zoom-in').onclick = () => setZoom(zoom + 0.25);
+  $('ss-zoom-out').onclick = () => setZoom(zoom - 0.25);
+  // A phone starts zoomed in: the grade was the section overview.
+  setZoom(window.matchMedia('(max-width: 520px)').matches ? 1.25 : 1);
+
+  const radio = (box, items) => {
+    box.replaceChildren(...items.map((it) => {
+      const b = el('button', { type: 'button', class: `choice ${it.cls || ''}`, role: 'radio', 'aria-checked': 'false',
+        dataset: { value: it.value }, disabled: it.disabled || null }, [
+        el('span', { class: 'c-main' }, it.main),
+        el('span', { class: 'c-sub', text: it.sub }),
+      ]);
+      return b;
+    }));
+    box.onclick = (e) => {
+      const b = e.target.closest('button.choice');
+      if (!b || b.disabled || busy || over) return;
+      for (const x of box.querySelectorAll('.choice')) x.setAttribute('aria-checked', String(x === b));
+      choose(b.dataset.value);
+    };
+  };
+
+  const newCaptcha = () => {
+    $('sc-image').src = `/api/v1/events/${enc(id)}/steps/captcha?token=${enc(r.token)}&n=${Date.now()}`;
+    $('sc-answer').value = '';
+    choose(null);
+  };
+  $('sc-new').onclick = () => { if (!busy && !over) newCaptcha(); };
+  $('sc-answer').oninput = (e) => {
+    e.target.value = e.target.value.replace(/\D/g, '').slice(0, 6);
+    choose(e.target.value.length === 6 ? e.target.value : null);
+  };
+  $('sc-answer').onkeydown = (e) => { if (e.key === 'Enter' && !next.disabled) next.click(); };
+  $('sp-agree').checked = false;
+
+  // enter shows the pane of the current step.
+  const enter = () => {
+    screenChanged();
+    choice = null;
+    setText($('st-note'), '');
+    for (const p of v.querySelectorAll('.step-pane')) p.hidden = p.dataset.step !== step;
+    setText(next, t(label[step] || 'steps.next'));
+    renderSide();
+    choose(null);
+    if (step === 'date') {
+      radio($('sd-shows'), st.dates.map((x) => ({ value: x.id, main: fmtShow(x.at), sub: t('date.pick') })));
+    } else if (step === 'captcha') {
+      newCaptcha();
+      $('sc-answer').focus();
+    } else if (step === 'grade') {
+      radio($('sg-grades'), st.grades.map((x) => ({
+        value: x.id, cls: `g-${x.id}`, disabled: x.free === 0,
+        main: [el('span', { class: 'grade-dot', 'aria-hidden': 'true' }), `${t('grade.seat', { g: x.id })} · ${fmtWon(x.price)}`],
+        sub: `${t('grade.free', { free: fmtNum(x.free), seats: fmtNum(x.seats) })} · ${t('grade.rows', { a: x.first_row, b: x.last_row })}`,
+      })));
+    } else if (step === 'seat') {
+      map.replaceChildren();
+      seatButtons = new Map();
+      loadSeats();
+    }
+    const h = v.querySelector(`.step-pane[data-step="${step}"] h2`);
+    if (h && step !== 'captcha') { h.setAttribute('tabindex', '-1'); h.focus({ preventScroll: true }); }
+  };
+  every(SEATS_MS, loadSeats);
+
+  next.onclick = async () => {
+    if (busy || over || next.disabled) return;
+    if (step === 'payment' && !$('sp-agree').checked) {
+      setText($('st-note'), t('pay.agree.first'));
+      return;
+    }
+    let value = choice || '';
+    if (step === 'payment') {
+      value = `${document.querySelector('input[name="sp-method"]:checked').value}/${document.querySelector('input[name="sp-discount"]:checked').value}`;
+    }
+    busy = true;
+    next.disabled = true;
+    try {
+      const res = await api('POST', `/events/${enc(id)}/steps/${enc(step)}`, { bearer: bearer(), body: { token: r.token, value } });
+      times.set(step, res.ms);
+      if (step in info) info[step] = value;
+      if (res.order) {
+        saveRace({ id, seat: res.order.seat });
+        renderSide();
+        setText($('st-note'), t('bought', { s: res.order.seat }));
+        end(t('bought', { s: res.order.seat }), 'success');
+        return;
+      }
+      step = res.next;
+      enter();
+    } catch (err) {
+      if (err.code === 'CAPTCHA_WRONG') {
+        setText($('st-note'), t('captcha.wrong'));
+        newCaptcha();
+      } else if (err.code === 'SEAT_TAKEN') {
+        setText($('st-note'), t('seat.taken.now'));
+        await loadSeats();
+      } else if (err.code === 'SOLD_OUT' || err.code === 'NOT_ACTIVE') {
+        end(friendly(err), 'warn');
+      } else {
+        setText($('st-note'), friendly(err));
+      }
+    } finally {
+      busy = false;
+      choose(choice);
+    }
+  };
+  onLeave(() => {
+    next.onclick = null; map.onclick = null; $('sc-new').onclick = null; $('sc-answer').oninput = null;
+    $('ss-zoom-in').onclick = null; $('ss-zoom-out').onclick = null;
+  });
+  if (!step) return end(null);
+  enter();
 }
 
 // ---------- 5. result ----------
@@ -1212,5 +1548,24 @@ async function loadLeaderboard() {
     showAlert(alertBox, friendly(err));
   }
 }
+
+// ---------- server clock and language (every view) ----------
+
+for (const b of document.querySelectorAll('[data-lang]')) b.addEventListener('click', () => { setLang(b.dataset.lang); route(); });
+
+// The header's clock shows the server's time to the millisecond: the
+// offset measured over several samples (lib.js clock), then every frame.
+function serverClock() {
+  const out = $('server-clock');
+  const two = (n) => String(n).padStart(2, '0');
+  const paint = () => {
+    const d = new Date(clock.now());
+    setText(out, `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}.${String(d.getMilliseconds()).padStart(3, '0')}`);
+    out.dataset.synced = String(clock.synced);
+    requestAnimationFrame(paint);
+  };
+  clock.sync(5).then(() => requestAnimationFrame(paint));
+}
+serverClock();
 
 route();
