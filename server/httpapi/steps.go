@@ -122,3 +122,72 @@ func (s *Server) doStep(c *gin.Context) {
 	}
 	c.JSON(code, r)
 }
+
+// drillUser is the session user of a drill call.
+func (s *Server) drillUser(c *gin.Context) (string, bool) {
+	sess, ok, err := s.session(c)
+	if err == nil && !ok {
+		err = queue.Errorf(queue.CodeUnauthenticated, "a captcha drill needs a session: send Authorization: Bearer <access_token>")
+	}
+	if err != nil {
+		s.fail(c, err)
+		return "", false
+	}
+	return sess.UserID, true
+}
+
+func (s *Server) newDrill(c *gin.Context) {
+	user, ok := s.drillUser(c)
+	if !ok {
+		return
+	}
+	d, err := s.Steps.NewDrill(c.Request.Context(), user)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, d)
+}
+
+// drillImage serves a drill's image; an <img> sends no bearer, so it also
+// takes ?access_token=.
+func (s *Server) drillImage(c *gin.Context) {
+	if c.GetHeader("Authorization") == "" && c.Query("access_token") != "" {
+		c.Request.Header.Set("Authorization", "Bearer "+c.Query("access_token"))
+	}
+	user, ok := s.drillUser(c)
+	if !ok {
+		return
+	}
+	png, err := s.Steps.DrillImage(c.Request.Context(), c.Param("drill"), user)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.Data(http.StatusOK, "image/png", png)
+}
+
+func (s *Server) answerDrill(c *gin.Context) {
+	user, ok := s.drillUser(c)
+	if !ok {
+		return
+	}
+	var req struct {
+		Answer *string `json:"answer"`
+	}
+	if err := decode(c, &req); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if req.Answer == nil {
+		s.fail(c, badRequest("answer is required"))
+		return
+	}
+	r, err := s.Steps.AnswerDrill(c.Request.Context(), c.Param("drill"), user, *req.Answer)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, r)
+}

@@ -97,3 +97,23 @@ func TestStepsOverHTTP(t *testing.T) {
 	tokP := f.MustJoin(t, "plain", Bearer(alice), map[string]any{"user_type": "ACTUAL"}).Str("token")
 	MustError(t, f.MustDo(t, http.MethodGet, "/api/v1/events/plain/steps", H("X-Queue-Token", tokP), nil), http.StatusConflict, "STEP_OUT_OF_ORDER")
 }
+
+// TestCaptchaDrillOverHTTP: a drill needs a session, serves its image to an
+// <img> (?access_token=), takes one answer and refuses a wrong one.
+func TestCaptchaDrillOverHTTP(t *testing.T) {
+	f := MustServerWith(t, FixtureOptions{Steps: stepFlows})
+	_, alice := f.MustSession(t, "alice")
+	MustError(t, f.MustDo(t, http.MethodPost, "/api/v1/drills/captcha", nil, nil), http.StatusUnauthorized, "UNAUTHENTICATED")
+	r := f.MustDo(t, http.MethodPost, "/api/v1/drills/captcha", Bearer(alice), nil)
+	MustStatus(t, r, http.StatusCreated)
+	id := r.Str("id")
+	img := f.MustDo(t, http.MethodGet, "/api/v1/drills/captcha/"+id+"?access_token="+alice, nil, nil)
+	MustStatus(t, img, http.StatusOK)
+	if !bytes.HasPrefix(img.Raw, []byte("\x89PNG")) {
+		t.Errorf("drill image: %d bytes", len(img.Raw))
+	}
+	MustError(t, f.MustDo(t, http.MethodPost, "/api/v1/drills/captcha/"+id, Bearer(alice), map[string]any{"answer": "x"}),
+		http.StatusConflict, "CAPTCHA_WRONG")
+	MustError(t, f.MustDo(t, http.MethodPost, "/api/v1/drills/captcha/"+id, Bearer(alice), map[string]any{"answer": "x"}),
+		http.StatusNotFound, "NOT_FOUND")
+}

@@ -45,7 +45,7 @@ func (s *Service) Captcha(ctx context.Context, eventID, token string) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	key := logKey(eventID, a.en.Seq)
+	key := LogKey(eventID, a.en.Seq)
 	pipe := s.rdb.TxPipeline()
 	pipe.HSet(ctx, key, "cap", answer)
 	pipe.PExpire(ctx, key, s.keep)

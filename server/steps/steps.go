@@ -108,10 +108,11 @@ func (s *Service) Flow(ctx context.Context, eventID string) ([]Step, error) {
 	return f, nil
 }
 
-// logKey is an attempt's step log, durKey a step's durations over the
+// LogKey is the Redis key of one attempt's step log (tests read a
+// captcha's answer from its field "cap"); durKey a step's durations over the
 // event's people; both carry the event's hash tag, so one script may use
 // them with the queue's keys.
-func logKey(eventID string, seq int64) string {
+func LogKey(eventID string, seq int64) string {
 	return strings.TrimSuffix(queue.EventKey(eventID, "as"), "as") + "sl:" + strconv.FormatInt(seq, 10)
 }
 
@@ -187,7 +188,7 @@ type State struct {
 
 // log reads an attempt's step log.
 func (s *Service) log(ctx context.Context, eventID string, seq int64) (map[string]string, error) {
-	m, err := s.rdb.HGetAll(ctx, logKey(eventID, seq)).Result()
+	m, err := s.rdb.HGetAll(ctx, LogKey(eventID, seq)).Result()
 	if err != nil {
 		return nil, queue.Unavailable(err)
 	}
@@ -296,7 +297,7 @@ func (s *Service) Do(ctx context.Context, eventID, token string, step Step, valu
 	case err != nil:
 		return Result{}, err
 	default:
-		seat, err := s.rdb.HGet(ctx, logKey(eventID, a.en.Seq), "v:seat").Result()
+		seat, err := s.rdb.HGet(ctx, LogKey(eventID, a.en.Seq), "v:seat").Result()
 		if err != nil {
 			return Result{}, queue.Unavailable(err)
 		}
@@ -320,7 +321,7 @@ var errDone = errors.New("steps: already done")
 // run runs the step script in mode.
 func (s *Service) run(ctx context.Context, a attempt, step, before Step, value, mode string) (Done, error) {
 	ev := a.ev.ID
-	keys := []string{queue.EventKey(ev, "as"), logKey(ev, a.en.Seq), queue.EventKey(ev, "hd"), queue.EventKey(ev, "st"), durKey(ev, step)}
+	keys := []string{queue.EventKey(ev, "as"), LogKey(ev, a.en.Seq), queue.EventKey(ev, "hd"), queue.EventKey(ev, "st"), durKey(ev, step)}
 	now := s.eng.Now()
 	r, err := scriptStep.Run(ctx, s.rdb, keys, now.UnixMilli(), a.en.UserID, a.en.Seq, string(step), string(before), value,
 		mode, s.keep.Milliseconds()).Slice()

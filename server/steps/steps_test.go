@@ -332,3 +332,54 @@ func TestHammerPickAndBuy(t *testing.T) {
 		t.Errorf("%d sold by the callers, %d in the map, want the same, 1 to 3", sold.Load(), taken)
 	}
 }
+
+// TestCaptchaDrill: the drill is timed on the server from its image to the
+// right answer, takes one answer, belongs to its user, and ranks against
+// the drills before it.
+func TestCaptchaDrill(t *testing.T) {
+	f := MustFixture(t, nil)
+	ctx := context.Background()
+	answer := func(id string) string {
+		a, err := f.rdb.HGet(ctx, "rl:{drill}:cap:"+id, "a").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	var last steps.DrillResult
+	for i, took := range []time.Duration{3 * time.Second, time.Second, 2 * time.Second} {
+		d, err := f.svc.NewDrill(ctx, "u_1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.svc.DrillImage(ctx, d.ID, "u_2"); queue.ErrorCode(err) != queue.CodeNotFound {
+			t.Errorf("another user's image: %v", err)
+		}
+		png, err := f.svc.DrillImage(ctx, d.ID, "u_1")
+		if err != nil || len(png) < 100 {
+			t.Fatalf("image: %v", err)
+		}
+		f.clk.Advance(took)
+		if last, err = f.svc.AnswerDrill(ctx, d.ID, "u_1", answer(d.ID)); err != nil {
+			t.Fatalf("drill %d: %v", i, err)
+		}
+		if last.MS != took.Milliseconds() || last.People != int64(i+1) {
+			t.Errorf("drill %d: %+v, want %d ms among %d", i, last, took.Milliseconds(), i+1)
+		}
+		_, err = f.svc.AnswerDrill(ctx, d.ID, "u_1", "000000")
+		MustCode(t, err, queue.CodeNotFound) // one answer each
+	}
+	if last.Percentile != 50 { // 2 s: one of the two others was slower
+		t.Errorf("percentile %v, want 50", last.Percentile)
+	}
+	d, _ := f.svc.NewDrill(ctx, "u_1")
+	if _, err := f.svc.DrillImage(ctx, d.ID, "u_1"); err != nil {
+		t.Fatal(err)
+	}
+	wrong := "000000"
+	if answer(d.ID) == wrong {
+		wrong = "111111"
+	}
+	_, err := f.svc.AnswerDrill(ctx, d.ID, "u_1", wrong)
+	MustCode(t, err, queue.CodeCaptchaWrong)
+}

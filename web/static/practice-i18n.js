@@ -34,6 +34,10 @@ const EN = {
   'res.step': 'Step', 'res.you': 'You', 'res.people': 'People\'s median', 'res.slower': 'Slower than you',
   'res.crowd': 'The crowd takes no steps; its median reaction to the opening was {p50}.',
   'res.admitted': 'Admission',
+  'front.join': 'Join', 'front.joinNow': 'Join now!', 'front.open': 'The drop is open', 'front.opensIn': 'The drop opens in',
+  'front.go': 'Open! Join now.', 'front.over': 'This drop is over', 'front.secs': 'Opens in {n} s.',
+  'front.early': 'Too early! False start {n}: the line isn\'t open yet. Wait for zero and press again.',
+  'wait.next': 'You are next in line.', 'wait.pos': 'You are {pos} in line, {eta} to go.',
 };
 
 const KO = {
@@ -66,6 +70,10 @@ const KO = {
   'res.step': '단계', 'res.you': '나', 'res.people': '사람들 중앙값', 'res.slower': '나보다 느린 사람',
   'res.crowd': '가상 관객은 단계를 거치지 않습니다. 오픈 반응 속도 중앙값은 {p50}입니다.',
   'res.admitted': '입장',
+  'front.join': '입장', 'front.joinNow': '지금 입장!', 'front.open': '드롭이 열렸습니다', 'front.opensIn': '드롭 오픈까지',
+  'front.go': '오픈! 지금 입장하세요.', 'front.over': '이 드롭은 끝났습니다', 'front.secs': '{n}초 후 오픈.',
+  'front.early': '너무 빨랐습니다! 부정 출발 {n}회: 아직 열리지 않았습니다. 0이 되면 다시 누르세요.',
+  'wait.next': '다음 차례입니다.', 'wait.pos': '대기 순번 {pos}번, 약 {eta} 남음.',
 };
 
 // Static page text in Korean, by its English text: the page's own words

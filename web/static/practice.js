@@ -212,7 +212,7 @@ async function showDrop(want) {
   let lastSpoken = -1;
   let raf = 0;
   btn.dataset.state = 'waiting';
-  setText(btn, 'Join');
+  setText(btn, t('front.join'));
   $('dr-after').hidden = true;
   setText($('dr-eyebrow'), want ? 'Practice drop' : 'Next public drop');
 
@@ -222,7 +222,7 @@ async function showDrop(want) {
     const quiet = Date.now() < quietUntil;
     if (d.phase === 'finished') {
       setText($('dr-clock'), 'Over');
-      setText($('dr-title'), 'This drop is over');
+      setText($('dr-title'), t('front.over'));
       setText($('dr-status'), 'It sold out or closed. See its results, or race the next drop.');
       return;
     }
@@ -231,20 +231,20 @@ async function showDrop(want) {
     }
     if (left <= 0) {
       btn.dataset.state = 'open';
-      setText(btn, 'Join now!');
+      setText(btn, t('front.joinNow'));
       setText($('dr-clock'), 'GO');
-      setText($('dr-title'), 'The drop is open');
-      if (!quiet && !joinedDrop(d.id)) setText($('dr-status'), 'Open! Join now.');
+      setText($('dr-title'), t('front.open'));
+      if (!quiet && !joinedDrop(d.id)) setText($('dr-status'), t('front.go'));
       return;
     }
     if (!quiet) btn.dataset.state = 'waiting';
-    setText(btn, 'Join');
-    setText($('dr-title'), 'The drop opens in');
+    setText(btn, t('front.join'));
+    setText($('dr-title'), t('front.opensIn'));
     setText($('dr-clock'), left < 10000 ? (left / 1000).toFixed(1) : fmtClock(left));
     const s = Math.ceil(left / 1000);
     if (!quiet && !joinedDrop(d.id) && s !== lastSpoken && (s <= 5 || s % 10 === 0 || lastSpoken < 0)) {
       lastSpoken = s;
-      setText($('dr-status'), `Opens in ${plural(s, 'second')}.`);
+      setText($('dr-status'), lang === 'ko' ? t('front.secs', { n: s }) : `Opens in ${plural(s, 'second')}.`);
     }
     // One frame pending at most: the 250 ms timer calls frame too.
     if (!raf) raf = requestAnimationFrame(() => { raf = 0; frame(); });
@@ -324,7 +324,7 @@ async function showDrop(want) {
         falseStarts++;
         quietUntil = Date.now() + 1500;
         btn.dataset.state = 'early';
-        setText($('dr-status'), `Too early! False start ${falseStarts}: the line isn't open yet. Wait for zero and press again.`);
+        setText($('dr-status'), t('front.early', { n: falseStarts }));
         // The server's clock said not yet: measure it again.
         clock.rtt = Infinity;
         clock.sync(3);
@@ -639,7 +639,7 @@ async function showCountdown(id) {
   if (r.token) return go(`#/race/${enc(id)}/wait`);
   setText($('cd-scenario'), r.scenario ? `Scenario ${r.scenario}` : 'Practice race');
   $('cd-skip').setAttribute('href', `#/race/${enc(id)}/result`);
-  setText($('cd-title'), 'The drop opens in');
+  setText($('cd-title'), t('front.opensIn'));
   setText($('cd-status'), 'Synchronising with the server clock…');
   setText($('cd-bots'), fmtNum(r.bots));
   setText($('cd-seats'), fmtNum(r.seats));
@@ -668,10 +668,10 @@ async function showCountdown(id) {
         open = true;
         btn.setAttribute('aria-disabled', 'false');
         btn.dataset.state = 'open';
-        setText(btn, 'Join now!');
+        setText(btn, t('front.joinNow'));
         setText($('cd-clock'), 'GO');
-        setText($('cd-title'), 'The drop is open');
-        setText($('cd-status'), 'Open! Join now.');
+        setText($('cd-title'), t('front.open'));
+        setText($('cd-status'), t('front.go'));
       }
       return;
     }
@@ -680,7 +680,7 @@ async function showCountdown(id) {
     // Announce whole seconds to screen readers near the end, not every frame.
     if (s !== lastSpoken && (s <= 5 || s % 10 === 0) && Date.now() >= quietUntil) {
       lastSpoken = s;
-      setText($('cd-status'), `Opens in ${plural(s, 'second')}.`);
+      setText($('cd-status'), lang === 'ko' ? t('front.secs', { n: s }) : `Opens in ${plural(s, 'second')}.`);
     }
     // One frame pending at most: the 250 ms timer calls frame too.
     if (!raf) raf = requestAnimationFrame(() => { raf = 0; frame(); });
@@ -714,7 +714,7 @@ async function showCountdown(id) {
         clock.sync(3).then(frame);
       } else {
         btn.setAttribute('aria-disabled', 'false');
-        setText(btn, 'Join now!');
+        setText(btn, t('front.joinNow'));
       }
       showAlert(alertBox, friendly(err));
     }
@@ -744,11 +744,15 @@ async function showWait(g) {
   }
 
   const render = () => {
+    if (st.soldOut) {
+      setText($('w-headline'), t('wait.soldout'));
+    } else if (st.position != null) {
+      setText($('w-headline'), st.position === 1
+        ? t('wait.next')
+        : t('wait.pos', { pos: lang === 'ko' ? fmtNum(st.position) : ordinal(st.position), eta: fmtEta(st.eta) }));
+    }
     if (st.position != null) {
       setText($('w-position'), ordinal(st.position));
-      setText($('w-headline'), st.position === 1
-        ? 'You are next in line.'
-        : `You are ${ordinal(st.position)} in line, ${fmtEta(st.eta)} to go.`);
       const pct = st.first > 1 ? Math.round(100 * (st.first - st.position) / (st.first - 1)) : 0;
       $('w-progress').value = Math.max(0, Math.min(100, pct));
       setText($('w-progress'), `${pct}%`);
@@ -760,7 +764,7 @@ async function showWait(g) {
       setText($('w-ahead-people'), fmtNum(people));
       setText($('w-ahead-bots'), fmtNum(st.position - 1 - people));
     }
-    setText($('w-eta'), fmtEta(st.eta));
+    setText($('w-eta'), st.soldOut ? '—' : fmtEta(st.eta));
     if (st.waiting != null && st.position != null) setText($('w-behind'), fmtNum(Math.max(0, st.waiting - st.position)));
     if (st.waiting != null) setText($('w-waiting'), fmtNum(st.waiting));
   };
@@ -790,7 +794,8 @@ async function showWait(g) {
   // Sold out is pushed: nobody waits on for a seat that is not there.
   soldOutFeed(id, () => {
     if (st.done) return;
-    setText($('w-headline'), t('wait.soldout'));
+    st.soldOut = true;
+    render();
     showAlert(alertBox, t('wait.soldout'), 'warn');
     const here = still();
     setTimeout(() => { if (here()) finish('result'); }, 600);
