@@ -254,3 +254,40 @@ func wrongDigits(answer string) string {
 
 // jsString quotes s for JavaScript.
 func jsString(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+
+// TestPracticeDrills: the captcha drill, timed and ranked by the server,
+// and the press at the exact second on the server's clock, in Korean.
+func TestPracticeDrills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: runs in make test")
+	}
+	rp := redistest.MustStart(t)
+	rdb := redistest.MustClient(t, rp.Addr())
+	_, base := MustStartServerWith(t, func(c *app.Config) { c.RedisURL = "redis://" + rp.Addr() })
+	b := MustBrowser(t, time.Minute, 1280, 900)
+	b.MustRun(t, "opening the front", chromedp.Navigate(base+"/practice.html"), chromedp.WaitVisible(chromedp.ID("dr-nickname")),
+		chromedp.SendKeys(chromedp.ID("dr-nickname"), "driller"), chromedp.Click(chromedp.ID("dr-nick-save")))
+	b.MustWait(t, "a session", `!!localStorage.getItem("rushline.practice.session")`, 10*time.Second)
+	b.MustRun(t, "the drills in Korean", chromedp.Navigate(base+"/practice.html#/drills"), chromedp.WaitVisible(chromedp.ID("dc-start")))
+	b.MustWait(t, "the page to settle", settled, 5*time.Second)
+	b.MustRun(t, "Korean", chromedp.Click(chromedp.CSS(`[data-lang="ko"]`)))
+	b.MustWait(t, "the page in Korean", `document.getElementById("dc-title").textContent === "보안문자 연습"`, 5*time.Second)
+	b.MustWait(t, "the page to settle", settled, 5*time.Second)
+	b.MustRun(t, "starting the captcha drill", chromedp.Click(chromedp.ID("dc-start")))
+	b.MustWait(t, "the drill's image", `document.getElementById("dc-image").complete && document.getElementById("dc-image").naturalWidth > 0`, 10*time.Second)
+	id := MustEval[string](t, b, `new URL(document.getElementById("dc-image").src).pathname.split("/").pop()`)
+	ans, err := rdb.HGet(context.Background(), "rl:{drill}:cap:"+id, "a").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.MustRun(t, "typing the digits", chromedp.SendKeys(chromedp.ID("dc-answer"), ans))
+	b.MustWait(t, "the drill's rank", `document.getElementById("dc-result").textContent.includes("%")`, 10*time.Second)
+
+	b.MustWait(t, "a target second", `/\d\d:\d\d:\d[05]\.000/.test(document.getElementById("ds-target").textContent)`, 10*time.Second)
+	b.MustRun(t, "pressing", chromedp.Click(chromedp.ID("ds-press")))
+	b.MustWait(t, "how far off", `/\d+ms (빠름|늦음)/.test(document.getElementById("ds-result").textContent)`, 5*time.Second)
+	b.MustShot(t, "drills-ko.png")
+	b.MustPhone(t)
+	b.MustShot(t, "drills-ko-phone.png")
+	assertNoProblems(t, b)
+}

@@ -38,6 +38,13 @@ const EN = {
   'front.go': 'Open! Join now.', 'front.over': 'This drop is over', 'front.secs': 'Opens in {n} s.',
   'front.early': 'Too early! False start {n}: the line isn\'t open yet. Wait for zero and press again.',
   'wait.next': 'You are next in line.', 'wait.pos': 'You are {pos} in line, {eta} to go.',
+  'nav.drills': 'Drills', 'drill.first': '{s}: the first drill on this server.', 'who': 'Racing as {n}', 'drill.captcha': 'Captcha drill',
+  'drill.captcha.help': 'Type the digits as fast as you can. The server times you from the moment the picture is served, and ranks you against everyone\'s drills.',
+  'drill.need': 'Pick a nickname on the front page first.', 'drill.start': 'Start', 'drill.again': 'Again',
+  'drill.done': '{s}: faster than {p}% of {n} drills.', 'drill.wrong': 'Wrong digits. Start again.',
+  'drill.second': 'Press at the exact second', 'drill.target': 'Target',
+  'drill.second.help': 'Ticket sales open on the second. Press when the server clock reaches the target: how far off were you?',
+  'drill.press': 'Press!', 'drill.early': '{ms} ms early', 'drill.late': '{ms} ms late', 'drill.avg': 'average {ms} ms off',
 };
 
 const KO = {
@@ -74,6 +81,13 @@ const KO = {
   'front.go': '오픈! 지금 입장하세요.', 'front.over': '이 드롭은 끝났습니다', 'front.secs': '{n}초 후 오픈.',
   'front.early': '너무 빨랐습니다! 부정 출발 {n}회: 아직 열리지 않았습니다. 0이 되면 다시 누르세요.',
   'wait.next': '다음 차례입니다.', 'wait.pos': '대기 순번 {pos}번, 약 {eta} 남음.',
+  'nav.drills': '연습 게임', 'drill.first': '{s}: 이 서버의 첫 기록입니다.', 'who': '{n} 님 참가 중', 'drill.captcha': '보안문자 연습',
+  'drill.captcha.help': '숫자를 최대한 빨리 입력하세요. 그림이 나온 순간부터 서버가 시간을 재고, 다른 사람들의 기록과 비교합니다.',
+  'drill.need': '먼저 첫 화면에서 닉네임을 정하세요.', 'drill.start': '시작', 'drill.again': '다시',
+  'drill.done': '{s}: 기록 {n}개 중 {p}%보다 빠릅니다.', 'drill.wrong': '틀렸습니다. 다시 시작하세요.',
+  'drill.second': '정각 누르기', 'drill.target': '목표 시각',
+  'drill.second.help': '티켓 오픈은 정각입니다. 서버 시계가 목표 시각이 되는 순간 누르세요. 얼마나 정확했을까요?',
+  'drill.press': '지금!', 'drill.early': '{ms}ms 빠름', 'drill.late': '{ms}ms 늦음', 'drill.avg': '평균 오차 {ms}ms',
 };
 
 // Static page text in Korean, by its English text: the page's own words

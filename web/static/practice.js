@@ -81,7 +81,7 @@ function dropGame(id) {
 }
 
 function route() {
-  queueMicrotask(() => applyLang());
+  queueMicrotask(() => { renderWho(); applyLang(); });
   for (const fn of cleanups) fn();
   cleanups = [];
   routeGen++;
@@ -109,6 +109,7 @@ function route() {
     }
   }
   if (parts[0] === 'history') return showBoard(null, true);
+  if (parts[0] === 'drills') return showDrills();
   if (parts[0] === 'solo') return showStart();
   return showDrop(null);
 }
@@ -489,7 +490,7 @@ let scenarios = [];
 function renderWho() {
   const s = session();
   $('who').hidden = !s;
-  if (s) setText($('who'), `Racing as ${s.nickname}`);
+  if (s) setText($('who'), t('who', { n: s.nickname }));
   $('nick-form').hidden = !!s;
   $('p-nickname-hint').hidden = !!s;
   $('p-signed-in').hidden = !s;
@@ -1350,6 +1351,86 @@ function showSteps(g, st) {
   enter();
 }
 
+
+// ---------- drills ----------
+
+const two = (n) => String(n).padStart(2, '0');
+const fmtMilli = (ms) => {
+  const d = new Date(ms);
+  return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}.${String(d.getMilliseconds()).padStart(3, '0')}`;
+};
+
+// showDrills shows the captcha drill (timed by the server) and the press at
+// the exact second (on the server's clock, measured over several samples).
+function showDrills() {
+  show('view-drills', t('nav.drills'));
+  const s = session();
+  $('dc-need').hidden = !!s;
+  $('dc-start').disabled = !s;
+  let drill = null;
+  const img = $('dc-image');
+  const answer = $('dc-answer');
+  $('dc-start').onclick = async () => {
+    try {
+      const d = await api('POST', '/drills/captcha', { bearer: bearer() });
+      drill = d.id;
+      img.hidden = false;
+      img.src = `/api/v1/drills/captcha/${enc(drill)}?access_token=${enc(bearer())}`;
+      answer.disabled = false;
+      answer.value = '';
+      answer.focus();
+      setText($('dc-result'), '');
+    } catch (err) {
+      setText($('dc-result'), friendly(err));
+    }
+  };
+  answer.oninput = async () => {
+    answer.value = answer.value.replace(/\D/g, '').slice(0, 6);
+    if (answer.value.length < 6 || !drill) return;
+    const id = drill;
+    drill = null;
+    answer.disabled = true;
+    try {
+      const r = await api('POST', `/drills/captcha/${enc(id)}`, { bearer: bearer(), body: { answer: answer.value } });
+      setText($('dc-result'), r.people > 1 ? t('drill.done', { s: fmtMS(r.ms), p: r.percentile, n: fmtNum(r.people) })
+        : t('drill.first', { s: fmtMS(r.ms) }));
+    } catch (err) {
+      setText($('dc-result'), err.code === 'CAPTCHA_WRONG' ? t('drill.wrong') : friendly(err));
+    }
+    setText($('dc-start'), t('drill.again'));
+    $('dc-start').focus();
+  };
+  $('dc-form').onsubmit = (e) => e.preventDefault();
+
+  // The press: a target 3 to 8 s ahead on a whole 5 seconds.
+  const hist = [];
+  let target = 0;
+  const aim = () => {
+    target = Math.ceil((clock.now() + 3000) / 5000) * 5000;
+    setText($('ds-target'), fmtMilli(target));
+  };
+  let raf = 0;
+  const paint = () => {
+    setText($('ds-clock'), fmtMilli(clock.now()));
+    if (clock.now() > target + 2000) aim();
+    raf = requestAnimationFrame(paint);
+  };
+  clock.sync(5).then(() => { aim(); paint(); });
+  onLeave(() => cancelAnimationFrame(raf));
+  $('ds-press').onclick = () => {
+    if (!target) return;
+    const off = Math.round(clock.now() - target);
+    hist.unshift(off);
+    hist.length = Math.min(hist.length, 10);
+    const say = (x) => (x < 0 ? t('drill.early', { ms: -x }) : t('drill.late', { ms: x }));
+    const avg = Math.round(hist.reduce((a, x) => a + Math.abs(x), 0) / hist.length);
+    setText($('ds-result'), `${say(off)} · ${t('drill.avg', { ms: avg })}`);
+    $('ds-history').replaceChildren(...hist.map((x) => el('li', { text: say(x) })));
+    aim();
+  };
+  onLeave(() => { $('dc-start').onclick = null; answer.oninput = null; $('ds-press').onclick = null; });
+}
+
 // ---------- 5. result ----------
 
 const OUTCOMES = {
@@ -1541,8 +1622,10 @@ async function loadLeaderboard() {
     const r = await api('GET', `/practice/leaderboard?scenario=${enc(boardScenario)}`);
     const entries = Array.isArray(r && r.entries) ? r.entries : [];
     $('lb-empty').hidden = entries.length > 0;
-    const me = (session() || {}).nickname;
-    tbody.replaceChildren(...entries.map((x) => el('tr', { class: x.nickname === me ? 'me' : null }, [
+    // "You" is the row with this session's user id, never a nickname: many
+    // people may share one.
+    const me = (session() || {}).user_id;
+    tbody.replaceChildren(...entries.map((x) => el('tr', { class: me && x.user_id === me ? 'me' : null }, [
       el('td', { class: 'num', text: fmtNum(x.rank) }),
       el('td', { text: x.nickname }),
       el('td', { class: 'num', text: fmtSec(x.reaction_ms) }),
@@ -1562,10 +1645,8 @@ for (const b of document.querySelectorAll('[data-lang]')) b.addEventListener('cl
 // offset measured over several samples (lib.js clock), then every frame.
 function serverClock() {
   const out = $('server-clock');
-  const two = (n) => String(n).padStart(2, '0');
   const paint = () => {
-    const d = new Date(clock.now());
-    setText(out, `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}.${String(d.getMilliseconds()).padStart(3, '0')}`);
+    setText(out, fmtMilli(clock.now()));
     out.dataset.synced = String(clock.synced);
     requestAnimationFrame(paint);
   };
