@@ -390,7 +390,7 @@ function renderDropResult(info, res, mine) {
   const me = (session() || {}).user_id;
   const running = res.phase !== 'finished';
   setText($('dres-drop'), `${dropMeta(info)} · opened ${fmtShort(info.opens_at)}`);
-  setText($('dres-wait'), running ? 'The drop is still running: these results are partial and follow it live.' : '');
+  setText($('dres-wait'), running ? t('res.running') : '');
   $('dres-body').hidden = false;
   const c = res.crowd || {};
   const q = c.reaction_ms || {};
@@ -405,10 +405,16 @@ function renderDropResult(info, res, mine) {
   else if (!ok && mine && mine.code !== 'RESULT_NOT_FOUND') headline = friendly(mine);
   else if (!ok) headline = 'You did not race this drop.';
   else {
-    headline = `You were ${ordinal(mine.position)} in line, ahead of ${mine.percentile}% of everyone ` +
-      `(people and crowd); your reaction was ${fmtSec(mine.reaction_ms)}.`;
-    headline += mine.false_starts ? ` ${plural(mine.false_starts, 'false start')} before that.` : ' No false start.';
-    headline += mine.seat ? ` You got seat ${mine.seat}.` : ` ${outcomeText(mine.outcome)}.`;
+    if (lang === 'ko') {
+      headline = `대기 순번 ${fmtNum(mine.position)}번으로 전체(사람과 관객)의 ${mine.percentile}%보다 앞섰고, 반응 속도는 ${fmtReaction(mine.reaction_ms)}입니다.`;
+      headline += mine.false_starts ? ` 그 전에 부정 출발 ${mine.false_starts}회.` : ' 부정 출발 없음.';
+      headline += mine.seat ? ` ${mine.seat} 좌석 예매 성공!` : ` ${outcomeText(mine.outcome)}.`;
+    } else {
+      headline = `You were ${ordinal(mine.position)} in line, ahead of ${mine.percentile}% of everyone ` +
+        `(people and crowd); your reaction was ${fmtSec(mine.reaction_ms)}.`;
+      headline += mine.false_starts ? ` ${plural(mine.false_starts, 'false start')} before that.` : ' No false start.';
+      headline += mine.seat ? ` You got seat ${mine.seat}.` : ` ${outcomeText(mine.outcome)}.`;
+    }
   }
   setText($('dres-headline'), headline);
   setText($('dres-percentile'), ok ? `${mine.percentile}%` : '—');
@@ -1445,7 +1451,11 @@ const OUTCOMES = {
   outbid: 'Outbid',
   abandoned: 'Gave up waiting',
 };
-const outcomeText = (o) => OUTCOMES[o] || String(o || '—').replace(/_/g, ' ');
+const OUTCOMES_KO = {
+  bought: '좌석 확보', seat: '좌석 확보', waiting: '대기 중', sold_out: '매진', expired: '시간 초과', left: '대기 취소',
+  not_joined: '참가 안 함', waiting_when_closed: '마감 때 대기 중', outbid: '밀려남', abandoned: '대기 포기',
+};
+const outcomeText = (o) => (lang === 'ko' && OUTCOMES_KO[o]) || OUTCOMES[o] || String(o || '—').replace(/_/g, ' ');
 
 async function showResult(id) {
   const v = show('view-result', 'your result');
