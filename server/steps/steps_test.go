@@ -52,7 +52,7 @@ func MustFixture(tb testing.TB, flow []steps.Step) *fixture {
 		return flow, nil
 	})
 	for _, id := range []string{"ev", "plain"} {
-		ev := queue.Event{ID: id, Name: id, Seats: 20, Capacity: 100, AdmitBatch: 10, AdmitIntervalMS: 100,
+		ev := queue.Event{ID: id, Name: id, Seats: 20, Capacity: 100_000, AdmitBatch: 10, AdmitIntervalMS: 100,
 			ActiveTTLS: 60, Policy: queue.PolicyCapacity, CreatedAt: clk.Now()}
 		if err := eng.CreateEvent(context.Background(), ev); err != nil {
 			tb.Fatal(err)
@@ -382,4 +382,21 @@ func TestCaptchaDrill(t *testing.T) {
 	}
 	_, err := f.svc.AnswerDrill(ctx, d.ID, "u_1", wrong)
 	MustCode(t, err, queue.CodeCaptchaWrong)
+}
+
+// BenchmarkStep is one order step through the service: the event, the
+// token's status and the step script (its Redis time is O(1)).
+func BenchmarkStep(b *testing.B) {
+	f := MustFixture(b, []steps.Step{steps.Date, steps.Seat, steps.Confirm})
+	ctx := context.Background()
+	toks := make([]string, b.N)
+	for i := range toks {
+		toks[i] = f.MustAdmit(b, f.ev.ID, fmt.Sprintf("u_%d", i))
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := f.svc.Do(ctx, f.ev.ID, toks[i], steps.Date, "1", me(fmt.Sprintf("u_%d", i))); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -931,6 +931,9 @@ async function showSeats(g) {
     setTimeout(() => { if (here()) go(`${g.base}/result`); }, 1200);
   };
 
+  // Sold out is pushed: the map says so at once, not at its next read.
+  soldOutFeed(id, () => end(t('steps.soldout'), 'warn'));
+
   const tick = () => {
     if (isNaN(expiresAt)) return;
     const left = expiresAt - clock.now();
