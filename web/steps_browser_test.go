@@ -80,7 +80,37 @@ func TestPracticeSteps(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+
+	// The leaderboard ranks by outcome: a seat first, then its row (the
+	// grade), then the time to buy; reaction alone never.
+	var lb struct {
+		Entries []struct {
+			UserID   string  `json:"user_id"`
+			Seat     *string `json:"seat"`
+			BoughtMS *int64  `json:"bought_ms"`
+		} `json:"entries"`
+	}
+	MustCall(t, "GET", base+"/api/v1/leaderboard?period=day", nil, nil, &lb)
+	if len(lb.Entries) < 2 {
+		t.Fatalf("leaderboard %+v, want both racers", lb.Entries)
+	}
+	for i := 1; i < len(lb.Entries); i++ {
+		a, b := lb.Entries[i-1], lb.Entries[i]
+		if a.Seat == nil && b.Seat != nil {
+			t.Errorf("entry %d has no seat but ranks above a seat", i)
+		}
+		if a.Seat != nil && b.Seat != nil {
+			ra, rb := rowOf(*a.Seat), rowOf(*b.Seat)
+			if len(ra) > len(rb) || len(ra) == len(rb) && ra > rb ||
+				ra == rb && a.BoughtMS != nil && b.BoughtMS != nil && *a.BoughtMS > *b.BoughtMS {
+				t.Errorf("leaderboard ranks %s (%v ms) above %s (%v ms)", *a.Seat, *a.BoughtMS, *b.Seat, *b.BoughtMS)
+			}
+		}
+	}
 }
+
+// rowOf is a seat id's row.
+func rowOf(seat string) string { row, _, _ := strings.Cut(seat, "-"); return row }
 
 func raceSteps(t *testing.T, srv *app.Server, base, dropID, event string, r racer, answer func(seq int64) string) {
 	b := MustBrowser(t, 3*time.Minute, 1280, 900)

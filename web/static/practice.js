@@ -916,7 +916,7 @@ async function showSeats(g) {
     picked = b;
     if (b) b.setAttribute('aria-pressed', 'true');
     confirmBtn.disabled = !b;
-    setText($('s-picked'), b ? `Selected: seat ${b.dataset.seat}` : 'No seat selected');
+    setText($('s-picked'), b ? t('seat.picked', { s: b.dataset.seat }) : t('seat.none'));
   };
   select(null);
   let expiresAt = Date.parse(r.expires_at);
@@ -1036,7 +1036,7 @@ async function showSeats(g) {
       const o = await api('POST', `/events/${enc(id)}/orders`, { bearer: bearer(), body: { token: r.token, seat: b.dataset.seat } });
       saveRace({ id, seat: o.seat });
       setText($('s-note'), `Seat ${o.seat} is yours!`);
-      end(`You got seat ${o.seat}! Now let's see how you did against ${g.drop ? 'everyone' : 'the bots'}.`, 'success');
+      end(lang === 'ko' ? t('bought', { s: o.seat }) : `You got seat ${o.seat}! Now let's see how you did against ${g.drop ? 'everyone' : 'the bots'}.`, 'success');
     } catch (err) {
       setText($('s-note'), friendly(err));
       if (err.code === 'SEAT_TAKEN') {
