@@ -66,6 +66,10 @@ func (s *Server) stepSeats(c *gin.Context) {
 	if !ok {
 		return
 	}
+	if c.Query("grade") == "" {
+		s.fail(c, badRequest("the grade query parameter is required"))
+		return
+	}
 	seats, err := s.Steps.Seats(c.Request.Context(), c.Param("event"), tok, c.Query("grade"))
 	if err != nil {
 		s.fail(c, err)

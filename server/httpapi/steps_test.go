@@ -66,6 +66,8 @@ func TestStepsOverHTTP(t *testing.T) {
 	}
 	MustError(t, f.MustDo(t, http.MethodGet, "/api/v1/events/st/steps/seats?grade=Z", H("X-Queue-Token", tokB), nil),
 		http.StatusNotFound, "SEAT_NOT_FOUND")
+	MustError(t, f.MustDo(t, http.MethodGet, "/api/v1/events/st/steps/seats", H("X-Queue-Token", tokB), nil),
+		http.StatusBadRequest, "BAD_REQUEST")
 	MustError(t, f.MustDo(t, http.MethodPost, "/api/v1/events/st/orders", Bearer(bob), map[string]any{"token": tokB, "seat": "A-2"}),
 		http.StatusConflict, "SEAT_TAKEN")
 	MustStatus(t, step(alice, tokA, "confirm", ""), http.StatusOK)

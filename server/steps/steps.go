@@ -48,6 +48,8 @@ const (
 	DefaultKeep = 24 * time.Hour
 	// CaptchaDigits is how many digits a captcha holds.
 	CaptchaDigits = 6
+	// maxCached bounds the flows kept in memory.
+	maxCached = 10_000
 )
 
 //go:embed lua/step.lua
@@ -103,6 +105,9 @@ func (s *Service) Flow(ctx context.Context, eventID string) ([]Step, error) {
 		return nil, err
 	}
 	s.mu.Lock()
+	if len(s.cache) >= maxCached { // events come and go: start over
+		clear(s.cache)
+	}
 	s.cache[eventID] = f
 	s.mu.Unlock()
 	return f, nil
