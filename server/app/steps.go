@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,18 +23,30 @@ func orderSteps(eng *queue.Engine, rdb redis.UniversalClient, drops *drop.Servic
 		}
 		scs = all
 	}
-	return steps.New(eng, rdb, steps.ScenarioFlows(scs, func(ctx context.Context, eventID string) (string, bool, error) {
+	// dropOf is the drop of an event; ok is false for an event that is none's.
+	dropOf := func(ctx context.Context, eventID string) (drop.View, bool, error) {
 		id, ok := drop.IDOfEvent(eventID)
 		if !ok {
-			return "", false, nil
+			return drop.View{}, false, nil
 		}
 		v, err := drops.Get(ctx, id)
 		if queue.ErrorCode(err) == queue.CodeDropNotFound {
-			return "", false, nil
+			return drop.View{}, false, nil
 		}
-		if err != nil {
-			return "", false, err
+		return v, err == nil, err
+	}
+	flows := steps.ScenarioFlows(scs, func(ctx context.Context, eventID string) (string, bool, error) {
+		v, ok, err := dropOf(ctx, eventID)
+		return v.Scenario, ok, err
+	})
+	// The crowd buys its think time after admission: the level's median.
+	crowd := func(ctx context.Context, eventID string) (time.Duration, bool, error) {
+		v, ok, err := dropOf(ctx, eventID)
+		if !ok || err != nil {
+			return 0, false, err
 		}
-		return v.Scenario, true, nil
-	})), nil
+		b, ok := v.Level.Behaviour()
+		return time.Duration(b.Think.Median), ok, nil
+	}
+	return steps.New(eng, rdb, flows, steps.WithCrowd(crowd)), nil
 }

@@ -60,6 +60,17 @@ var scriptStep = redis.NewScript(luaStep)
 // FlowFunc returns the steps of an event: nil for an event without steps.
 type FlowFunc func(ctx context.Context, eventID string) ([]Step, error)
 
+// CrowdFunc returns the median time from admission to purchase of an
+// event's crowd (which takes no steps); ok is false for an event with no
+// crowd.
+type CrowdFunc func(ctx context.Context, eventID string) (median time.Duration, ok bool, err error)
+
+// Option adjusts a Service.
+type Option func(*Service)
+
+// WithCrowd has Times report the crowd's time to purchase beside the people's.
+func WithCrowd(f CrowdFunc) Option { return func(s *Service) { s.crowd = f } }
+
 // ParseFlow checks a flow's names: known, in order, once each, with a
 // seat and a step after it (where the seat is bought).
 func ParseFlow(names []string) ([]Step, error) {
@@ -81,6 +92,7 @@ type Service struct {
 	eng   *queue.Engine
 	rdb   redis.UniversalClient
 	flows FlowFunc
+	crowd CrowdFunc
 	keep  time.Duration
 
 	mu    sync.Mutex
@@ -88,8 +100,12 @@ type Service struct {
 }
 
 // New returns the steps service over eng's Redis.
-func New(eng *queue.Engine, rdb redis.UniversalClient, flows FlowFunc) *Service {
-	return &Service{eng: eng, rdb: rdb, flows: flows, keep: DefaultKeep, cache: map[string][]Step{}}
+func New(eng *queue.Engine, rdb redis.UniversalClient, flows FlowFunc, opts ...Option) *Service {
+	s := &Service{eng: eng, rdb: rdb, flows: flows, keep: DefaultKeep, cache: map[string][]Step{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Flow returns eventID's steps, nil for none.
@@ -406,8 +422,13 @@ func hasGrade(n int, id string) bool {
 type Times struct {
 	Flow  []Step     `json:"flow"`
 	Steps []StepTime `json:"steps"`
-	// TotalMS is the time from the admission to the last step, when done.
-	TotalMS *int64 `json:"total_ms"`
+	// TotalMS is the time from the admission to the last step, when done;
+	// PeopleTotalMS the people's median of it.
+	TotalMS       *int64 `json:"total_ms"`
+	PeopleTotalMS *int64 `json:"people_total_ms"`
+	// CrowdMS is the crowd's median time from admission to purchase (it
+	// takes no steps), for events with a crowd.
+	CrowdMS *int64 `json:"crowd_ms"`
 	Seat    string `json:"seat,omitempty"`
 	Grade   string `json:"grade,omitempty"`
 	Price   int    `json:"price,omitempty"`
@@ -480,6 +501,27 @@ func (s *Service) Times(ctx context.Context, eventID, token string) (Times, erro
 	}
 	if all {
 		t.TotalMS = &total
+	}
+	var sum int64
+	for _, x := range t.Steps {
+		if x.PeopleMS == nil {
+			sum = -1
+			break
+		}
+		sum += *x.PeopleMS
+	}
+	if sum >= 0 && len(t.Steps) > 0 {
+		t.PeopleTotalMS = &sum // the sum of the steps' medians
+	}
+	if s.crowd != nil {
+		med, ok, err := s.crowd(ctx, eventID)
+		if err != nil {
+			return Times{}, err
+		}
+		if ok {
+			ms := med.Milliseconds()
+			t.CrowdMS = &ms
+		}
 	}
 	if seat := log["v:seat"]; seat != "" {
 		if i, ok := queue.SeatIndex(a.ev.Seats, seat); ok {

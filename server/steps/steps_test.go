@@ -160,6 +160,9 @@ func TestFlowRecordsEachStepOnTheServerClock(t *testing.T) {
 	if tm.TotalMS == nil || *tm.TotalMS != 21*700 || tm.Seat != seat || tm.Grade != "R" || tm.Price != 143_000 {
 		t.Errorf("times %+v, want 14.7 s in all for seat %s of grade R", tm, seat)
 	}
+	if tm.PeopleTotalMS == nil || *tm.PeopleTotalMS != 21*700 || tm.CrowdMS != nil {
+		t.Errorf("times %+v, want the people's total (only this one) and no crowd", tm)
+	}
 	for i, x := range tm.Steps {
 		if x.YouMS == nil || *x.YouMS != int64(i+1)*700 || x.People != 1 || x.PeopleMS == nil {
 			t.Errorf("step %s: %+v", x.Step, x)
@@ -398,5 +401,29 @@ func BenchmarkStep(b *testing.B) {
 		if _, err := f.svc.Do(ctx, f.ev.ID, toks[i], steps.Date, "1", me(fmt.Sprintf("u_%d", i))); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestTimesReportTheCrowd: with a crowd, Times carries its time to purchase.
+func TestTimesReportTheCrowd(t *testing.T) {
+	p := redistest.MustStart(t)
+	rdb := redistest.MustClient(t, p.Addr())
+	eng := queue.New(rdb, []byte("k"))
+	t.Cleanup(eng.Close)
+	ctx := context.Background()
+	if err := eng.CreateEvent(ctx, queue.Event{ID: "c", Name: "c", Seats: 5, Capacity: 5, AdmitBatch: 5, AdmitIntervalMS: 100,
+		ActiveTTLS: 60, Policy: queue.PolicyCapacity, CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	svc := steps.New(eng, rdb, func(context.Context, string) ([]steps.Step, error) {
+		return []steps.Step{steps.Seat, steps.Confirm}, nil
+	}, steps.WithCrowd(func(context.Context, string) (time.Duration, bool, error) { return 1500 * time.Millisecond, true, nil }))
+	en, _, err := eng.Join(ctx, "c", "u_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, err := svc.Times(ctx, "c", en.Token)
+	if err != nil || tm.CrowdMS == nil || *tm.CrowdMS != 1500 || tm.TotalMS != nil {
+		t.Fatalf("times %+v %v, want the crowd's 1.5 s and no total yet", tm, err)
 	}
 }

@@ -460,7 +460,14 @@ async function loadStepTimes(info, res) {
     el('td', { class: 'num', text: fmtMS(x.you_ms) }),
     el('td', { class: 'num', text: `${fmtMS(x.people_p50_ms)} (${fmtNum(x.people)})` }),
     el('td', { class: 'num', text: typeof x.percentile === 'number' ? `${x.percentile}%` : '—' }),
-  ])));
+    el('td', { class: 'num', text: '—' }),
+  ])), el('tr', { class: 'total', dataset: { step: 'total' } }, [
+    el('th', { scope: 'row', text: t('res.total') }),
+    el('td', { class: 'num', text: fmtMS(tm.total_ms) }),
+    el('td', { class: 'num', text: fmtMS(tm.people_total_ms) }),
+    el('td', { class: 'num', text: '' }),
+    el('td', { class: 'num', text: fmtMS(tm.crowd_ms) }),
+  ]));
   const q = ((res && res.crowd) || {}).reaction_ms || {};
   setText($('dres-crowd-note'), typeof q.p50 === 'number' ? `${t('res.crowd', { p50: fmtSec(q.p50) })}` : '');
 }
