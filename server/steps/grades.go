@@ -94,25 +94,27 @@ func gradeOf(n, i int) GradeMap {
 	return l[len(l)-1]
 }
 
-// blocked reads which seats of ev en may not pick: sold, or held by
-// another active attempt.
+// blocked reads which seats of ev the active attempt en may not pick:
+// sold (from the seat map snapshot every reader of the event shares for a
+// second, so a crowd on its seat maps costs one read of the map a second),
+// or held by another active attempt.
 func (s *Service) blocked(ctx context.Context, ev queue.Event, en queue.Entry) ([]bool, error) {
-	pipe := s.rdb.Pipeline()
-	sold := pipe.HKeys(ctx, queue.EventKey(ev.ID, "st"))
-	holds := pipe.HGetAll(ctx, queue.EventKey(ev.ID, "hd"))
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, queue.Unavailable(err)
+	m, err := s.maps.Get(ctx, ev, en.Token)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]bool, ev.Seats)
-	for _, id := range sold.Val() {
-		if i, ok := queue.SeatIndex(ev.Seats, id); ok {
-			out[i] = true
-		}
+	for i := range out {
+		out[i] = m.Taken(i)
+	}
+	holds, err := s.rdb.HGetAll(ctx, queue.EventKey(ev.ID, "hd")).Result()
+	if err != nil {
+		return nil, queue.Unavailable(err)
 	}
 	me := en.UserID + "|" + strconv.FormatInt(en.Seq, 10)
 	var users []string
 	var held []string
-	for seat, h := range holds.Val() {
+	for seat, h := range holds {
 		if h != me {
 			u, _, _ := cutLast(h)
 			users = append(users, u)
@@ -127,7 +129,7 @@ func (s *Service) blocked(ctx context.Context, ev queue.Event, en queue.Entry) (
 		return nil, queue.Unavailable(err)
 	}
 	for k, v := range act {
-		_, seq, _ := cutLast(holds.Val()[held[k]])
+		_, seq, _ := cutLast(holds[held[k]])
 		a, _ := v.(string)
 		if aseq, _, ok := strings.Cut(a, "|"); ok && aseq == seq {
 			if i, ok := queue.SeatIndex(ev.Seats, held[k]); ok {
@@ -147,9 +149,13 @@ func cutLast(h string) (user, seq string, ok bool) {
 	return h[:i], h[i+1:], true
 }
 
-// grades is ev's grades with their free seats as en sees them.
+// grades is ev's grades with their free seats as en sees them; without
+// free seats for an attempt no longer active.
 func (s *Service) grades(ctx context.Context, ev queue.Event, en queue.Entry) ([]GradeMap, error) {
 	gs := layout(ev.Seats)
+	if en.Status != queue.StatusActive {
+		return gs, nil
+	}
 	b, err := s.blocked(ctx, ev, en)
 	if err != nil {
 		return nil, err

@@ -94,6 +94,7 @@ type Service struct {
 	flows FlowFunc
 	crowd CrowdFunc
 	keep  time.Duration
+	maps  *queue.SeatMaps
 
 	mu    sync.Mutex
 	cache map[string][]Step // flows never change once an event has one
@@ -101,7 +102,8 @@ type Service struct {
 
 // New returns the steps service over eng's Redis.
 func New(eng *queue.Engine, rdb redis.UniversalClient, flows FlowFunc, opts ...Option) *Service {
-	s := &Service{eng: eng, rdb: rdb, flows: flows, keep: DefaultKeep, cache: map[string][]Step{}}
+	s := &Service{eng: eng, rdb: rdb, flows: flows, keep: DefaultKeep, cache: map[string][]Step{},
+		maps: queue.NewSeatMaps(eng, queue.DefaultSeatMapAge)}
 	for _, o := range opts {
 		o(s)
 	}
