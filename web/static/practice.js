@@ -1139,6 +1139,13 @@ function showSteps(g, st) {
   const ttl = Math.max(1, expiresAt - Date.parse(st.admitted_at) || 1);
   setText($('st-event'), r.scenario ? `${r.scenario}` : id);
   $('st-skip').setAttribute('href', `${g.base}/result`);
+  // Giving up leaves the line, so a held seat goes back at once.
+  $('st-skip').onclick = async (e) => {
+    e.preventDefault();
+    over = true;
+    try { await api('DELETE', `/events/${enc(id)}/queue/${enc(r.token)}`, { bearer: bearer() }); } catch (_) { /* the pass ends anyway */ }
+    go(`${g.base}/result`);
+  };
   $('st-soldout').hidden = true;
   for (const d of st.done) info[d.step] = d.value || null;
 
@@ -1360,7 +1367,7 @@ function showSteps(g, st) {
     }
   };
   onLeave(() => {
-    next.onclick = null; map.onclick = null; $('sc-new').onclick = null; $('sc-answer').oninput = null;
+    next.onclick = null; map.onclick = null; $('sc-new').onclick = null; $('sc-answer').oninput = null; $('st-skip').onclick = null;
     $('ss-zoom-in').onclick = null; $('ss-zoom-out').onclick = null;
   });
   if (!step) return end(null);
