@@ -116,9 +116,9 @@ function route() {
 
 window.addEventListener('hashchange', () => { routed = true; route(); });
 
-// A click that lands within GUARD_MS of a screen change does nothing: the
-// second click of a double-click on "Join now!" must not buy the seat that
-// has just appeared under the pointer.
+// A pointer click that lands within GUARD_MS of a screen change does
+// nothing: the second click of a double-click on "Join now!" must not buy
+// the seat that has just appeared under the pointer.
 const GUARD_MS = 500;
 let changedAt = -Infinity;
 let routed = false;
@@ -137,7 +137,9 @@ function screenChanged() {
 }
 
 document.addEventListener('click', (e) => {
-  if (performance.now() - changedAt >= GUARD_MS) return;
+  // A click from the keyboard (Enter or Space: detail 0) aims at the
+  // focused control, not at whatever lies under the pointer.
+  if (e.detail === 0 || performance.now() - changedAt >= GUARD_MS) return;
   e.preventDefault();
   e.stopImmediatePropagation();
 }, true);
