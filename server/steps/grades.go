@@ -28,18 +28,13 @@ var theGrades = []grade{
 	{ID: "A", Upto: 1, Price: 99_000},
 }
 
-func gradeByID(id string) (grade, bool) {
-	for _, g := range theGrades {
-		if g.ID == id {
-			return g, true
-		}
-	}
-	return grade{}, false
-}
-
-// GradeMap is one grade of an event's map: its rows, price and free seats.
+// GradeMap is one grade of an event's map, or one block of a grade too
+// big for one map (over queue.MaxSeatList seats: "R1", "R2", …): its rows,
+// price and free seats.
 type GradeMap struct {
-	ID    string `json:"id"`
+	ID string `json:"id"`
+	// Grade is the seat grade (VIP, R, S, A); ID adds the block's number.
+	Grade string `json:"grade"`
 	Price int    `json:"price"`
 	// FirstRow and LastRow name the grade's rows; First and Last its first
 	// and last seats.
@@ -59,9 +54,12 @@ func rows(n int) int {
 }
 
 // layout splits an event of n seats into grades of whole rows, front
-// first; a grade with no row is left out.
+// first; a grade with no row is left out, and one over queue.MaxSeatList
+// seats comes in blocks of whole rows, so that one grade's map stays as
+// small as API.md's seat lists.
 func layout(n int) []GradeMap {
 	w, r := queue.RowWidth(n), rows(n)
+	per := max(1, queue.MaxSeatList/w) // rows in a block
 	var out []GradeMap
 	from := 0
 	for _, g := range theGrades {
@@ -69,9 +67,17 @@ func layout(n int) []GradeMap {
 		if to <= from {
 			continue
 		}
-		first, last := from*w, min(n, to*w)-1
-		out = append(out, GradeMap{ID: g.ID, Price: g.Price, FirstRow: rowOf(n, first), LastRow: rowOf(n, last),
-			Seats: last - first + 1, first: first, n: last - first + 1})
+		blocks := (to - from + per - 1) / per
+		for k := range blocks {
+			a, b := from+k*per, min(to, from+(k+1)*per)
+			first, last := a*w, min(n, b*w)-1
+			id := g.ID
+			if blocks > 1 {
+				id += strconv.Itoa(k + 1)
+			}
+			out = append(out, GradeMap{ID: id, Grade: g.ID, Price: g.Price, FirstRow: rowOf(n, first), LastRow: rowOf(n, last),
+				Seats: last - first + 1, first: first, n: last - first + 1})
+		}
 		from = to
 	}
 	return out

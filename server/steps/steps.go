@@ -399,7 +399,7 @@ func (s *Service) validate(a attempt, step Step, value string) error {
 			return queue.Errorf(queue.CodeBadRequest, "value must be the captcha's digits")
 		}
 	case Grade:
-		if _, ok := gradeByID(value); !ok || !hasGrade(a.ev.Seats, value) {
+		if !hasGrade(a.ev.Seats, value) {
 			return queue.Errorf(queue.CodeBadRequest, "value must name a seat grade of the event, not %q", value)
 		}
 	case Seat:
@@ -528,7 +528,7 @@ func (s *Service) Times(ctx context.Context, eventID, token string) (Times, erro
 	if seat := log["v:seat"]; seat != "" {
 		if i, ok := queue.SeatIndex(a.ev.Seats, seat); ok {
 			g := gradeOf(a.ev.Seats, i)
-			t.Seat, t.Grade, t.Price = seat, g.ID, g.Price
+			t.Seat, t.Grade, t.Price = seat, g.Grade, g.Price
 		}
 	}
 	return t, nil

@@ -427,3 +427,32 @@ func TestTimesReportTheCrowd(t *testing.T) {
 		t.Fatalf("times %+v %v, want the crowd's 1.5 s and no total yet", tm, err)
 	}
 }
+
+// TestBigGradesComeInBlocks: a grade over queue.MaxSeatList seats is split
+// into blocks of whole rows, each a map of its own; every seat is in one.
+func TestBigGradesComeInBlocks(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		seats  int
+		blocks int
+	}{
+		// one block per grade
+		{"small", 500, 4},
+		// 100,000 seats: VIP 20,000 and A 20,000 in 2 blocks, R and S 30,000 in 3
+		{"large", 100_000, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gs := steps.Layout(tc.seats)
+			total := 0
+			for _, g := range gs {
+				total += g.Seats
+				if g.Seats > queue.MaxSeatList {
+					t.Errorf("%s has %d seats", g.ID, g.Seats)
+				}
+			}
+			if len(gs) != tc.blocks || total != tc.seats {
+				t.Errorf("%d blocks with %d seats, want %d with %d", len(gs), total, tc.blocks, tc.seats)
+			}
+		})
+	}
+}

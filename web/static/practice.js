@@ -1202,6 +1202,9 @@ function showSteps(g, st) {
     next.disabled = busy || over || (choice == null && step !== 'confirm' && step !== 'payment');
   };
 
+  // gradeOfChoice is the seat grade (VIP, R, S, A) of the grade or block chosen.
+  const gradeOfChoice = () => (st.grades.find((x) => x.id === info.grade) || {}).grade || info.grade;
+
   // The seat map of the chosen grade, refreshed each second.
   let seatButtons = new Map();
   let picked = null;
@@ -1217,7 +1220,7 @@ function showSteps(g, st) {
     for (const [name, list] of rows) {
       frag.append(el('span', { class: 'row-label', 'aria-hidden': 'true', text: name }));
       for (const x of list) {
-        const b = el('button', { type: 'button', class: `seat graded g-${info.grade}`, dataset: { seat: x.id },
+        const b = el('button', { type: 'button', class: `seat graded g-${gradeOfChoice()}`, dataset: { seat: x.id },
           'aria-pressed': 'false', text: String(x.id).split('-').slice(1).join('-') });
         seatButtons.set(x.id, b);
         frag.append(b);
@@ -1312,7 +1315,7 @@ function showSteps(g, st) {
       $('sc-answer').focus();
     } else if (step === 'grade') {
       radio($('sg-grades'), st.grades.map((x) => ({
-        value: x.id, cls: `g-${x.id}`, disabled: x.free === 0,
+        value: x.id, cls: `g-${x.grade}`, disabled: x.free === 0,
         main: [el('span', { class: 'grade-dot', 'aria-hidden': 'true' }), `${t('grade.seat', { g: x.id })} · ${fmtWon(x.price)}`],
         sub: `${t('grade.free', { free: fmtNum(x.free), seats: fmtNum(x.seats) })} · ${t('grade.rows', { a: x.first_row, b: x.last_row })}`,
       })));
