@@ -525,13 +525,7 @@ func TestPracticeRace(t *testing.T) {
 
 	b.MustWait(t, "a free seat", `!!document.querySelector("#s-map button.seat:not([disabled])")`, 10*time.Second)
 	b.MustShot(t, "seats.png")
-	var bought bool
-	for try := 0; try < 10 && !bought; try++ {
-		b.MustRun(t, "buying a seat", chromedp.Click(chromedp.CSS(`#s-map button.seat:not([disabled])`)))
-		b.MustWait(t, "the order's answer", `!document.querySelector("#s-map[data-busy]")`, 10*time.Second)
-		bought = MustEval[bool](t, b, `document.getElementById("s-note").textContent.includes("is yours")`)
-	}
-	if !bought {
+	if !mustBuy(t, b) {
 		note := MustEval[string](t, b, `document.getElementById("s-note").textContent`)
 		t.Fatalf("no seat bought; the page says %q", note)
 	}

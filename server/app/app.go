@@ -220,8 +220,14 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cleanup()
 		return nil, err
 	}
+	orders, err := orderSteps(eng, rdb, drops, cfg.DropScenarios)
+	if err != nil {
+		_ = ln.Close()
+		cleanup()
+		return nil, err
+	}
 	api := httpapi.New(httpapi.Deps{
-		Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
+		Steps: orders, Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
 		TrustProxy: cfg.TrustProxy, Practice: practice.New(drops, eng), Drops: drops, Limiter: limiter(rdb, cfg.RateLimit, log),
 		BindDevice: cfg.BindDevice, Priority: queue.NewPriority(db, eng), StreamCeiling: streamCeiling(cfg.MaxStreams, log),
 		Ready: map[string]func(context.Context) error{

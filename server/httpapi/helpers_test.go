@@ -27,6 +27,7 @@ import (
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/redisproc"
 	"github.com/rushline/rushline/server/redisproc/redistest"
+	"github.com/rushline/rushline/server/steps"
 	"github.com/rushline/rushline/server/store"
 	"github.com/rushline/rushline/server/store/storetest"
 )
@@ -118,6 +119,8 @@ type FixtureOptions struct {
 	// service made with these options (its Run loop not started: no crowd
 	// plays).
 	Drops []drop.Option
+	// Steps, when not nil, serves order steps with this flow per event.
+	Steps steps.FlowFunc
 }
 
 // MustServer starts a fixture; redis options (e.g. redistest.AppendOnly)
@@ -165,7 +168,12 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	if drops != nil {
 		races = practice.New(drops, eng)
 	}
+	var orderSteps *steps.Service
+	if o.Steps != nil {
+		orderSteps = steps.New(eng, rdb, o.Steps)
+	}
 	api := httpapi.New(httpapi.Deps{
+		Steps:    orderSteps,
 		Drops:    drops,
 		Practice: races,
 		Engine:   eng,

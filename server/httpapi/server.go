@@ -24,6 +24,7 @@ import (
 	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/ratelimit"
+	"github.com/rushline/rushline/server/steps"
 )
 
 // Deps are what the HTTP layer serves.
@@ -59,6 +60,9 @@ type Deps struct {
 	StreamCeiling int
 	// Drops runs practice drops; nil answers their routes with 503.
 	Drops *drop.Service
+	// Steps runs the order steps of events that have them; nil answers
+	// their routes with 503.
+	Steps *steps.Service
 }
 
 // Server routes the API. Safe for concurrent use.
@@ -122,6 +126,16 @@ func New(d Deps) *Server {
 	v1.POST("/events/:event/orders", s.order)
 	v1.GET("/events/:event/stats/stream", s.statsStream)
 	v1.GET("/time", s.serverTime)
+	st := v1.Group("/events/:event/steps", s.stepsReady)
+	st.GET("", s.stepState)
+	st.GET("/captcha", s.stepCaptcha)
+	st.GET("/seats", s.stepSeats)
+	st.GET("/times", s.stepTimes)
+	st.POST("/:step", s.doStep)
+	dl := v1.Group("/drills/captcha", s.stepsReady)
+	dl.POST("", s.newDrill)
+	dl.GET("/:drill", s.drillImage)
+	dl.POST("/:drill", s.answerDrill)
 	pr := v1.Group("/practice", s.practiceReady)
 	pr.GET("/scenarios", s.practiceScenarios)
 	pr.POST("", s.startPractice)
