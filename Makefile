@@ -93,6 +93,10 @@ deps:
 	$(call install,redis-server)
 	$(call install,redis-benchmark,redis-tools)
 
-## test-deps: deps plus chromium, for the browser tests
+## test-deps: deps plus chromium and a Korean font, for the browser tests and their screenshots of the Korean pages
 test-deps: deps
 	$(call install,chromium)
+	@fc-list :lang=ko 2>/dev/null | grep -q . || { \
+	  echo "no Korean font: installing fonts-nanum from Debian packages"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq fonts-nanum >/dev/null; }
