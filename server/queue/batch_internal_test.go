@@ -40,7 +40,7 @@ func mustCalls(t *testing.T, s *luaScript, pairs ...string) []*call {
 // else goes alone.
 func TestBatchGroups(t *testing.T) {
 	one, other := script(probeBody), script(probeBody)
-	b := &batcher{many: map[*redis.Script]*redis.Script{one.Script: manyScript(probeBody)}}
+	b := &batcher{many: map[*redis.Script]manyForm{one.Script: {script: manyScript(probeBody)}}}
 	for _, tc := range []struct {
 		name  string
 		calls []*call
@@ -81,7 +81,7 @@ func TestBatchGroups(t *testing.T) {
 func TestBatchManyReplies(t *testing.T) {
 	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
 	one := script(probeBody)
-	b := newBatcher(rdb, Batching{Size: 64, InFlight: 1}, map[*redis.Script]*redis.Script{one.Script: manyScript(probeBody)})
+	b := newBatcher(rdb, Batching{Size: 64, InFlight: 1}, map[*redis.Script]manyForm{one.Script: {script: manyScript(probeBody)}})
 	calls := mustCalls(t, one, "e1", "a", "e1", "boom", "e1", "nil", "e1", "b", "e1", "wrongtype", "e1", "c")
 	b.running = 1 // as takeLocked would count it
 	b.exec(calls)

@@ -46,6 +46,9 @@ func appendRecords(recs []Record, eventID string, m redis.XMessage) []Record {
 	}
 	r := Record{ID: m.ID, Kind: RecordKind(str("k")), EventID: eventID, At: ms(str("t")), ExpiresAt: ms(str("x"))}
 	n := batchSize(m)
+	if u, ok := m.Values["u"].(string); ok && n > 0 {
+		return appendRun(recs, r, n, num(str("q")), u, str("l"), str("c"))
+	}
 	if n == 0 {
 		r.Seq, r.UserID, r.AdmissionNo = num(str("q")), str("u"), num(str("n"))
 		r.Seat, r.OrderID, r.WasWaiting = str("seat"), str("o"), str("w") == "1"
@@ -60,6 +63,30 @@ func appendRecords(recs []Record, eventID string, m redis.XMessage) []Record {
 		r.Part, r.Seq, r.Lane, r.UserID = i, num(seq), laneOf(lane), user
 		if first > 0 {
 			r.AdmissionNo = first + int64(i-1)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// appendRun appends the n records of a joined run entry (lua/join.lua),
+// each r with its own part, seq (from q on), user (a line of users), lane
+// (a letter of lanes, when any is priority) and code (codes: "i code ...").
+func appendRun(recs []Record, r Record, n int, q int64, users, lanes, codes string) []Record {
+	var code map[int]string
+	if codes != "" {
+		f := strings.Fields(codes)
+		code = make(map[int]string, len(f)/2)
+		for i := 0; i+1 < len(f); i += 2 {
+			k, _ := strconv.Atoi(f[i])
+			code[k] = f[i+1]
+		}
+	}
+	for i := 1; i <= n; i++ {
+		r.Part, r.Seq, r.Lane, r.PriorityCode = i, q+int64(i-1), LaneNormal, code[i]
+		r.UserID, users, _ = strings.Cut(users, "\n")
+		if i <= len(lanes) && lanes[i-1] == 'p' {
+			r.Lane = LanePriority
 		}
 		recs = append(recs, r)
 	}

@@ -45,11 +45,10 @@ local function emit_lane(kind, seq, user, lane, ...)
   return emit(kind, seq, user, ...)
 end
 
--- active_attempt returns the seq, admission time (ms), admission number and
--- lane ('p' or '') of user's active attempt, or nil.
-local function active_attempt(user)
-  local v = redis.call('HGET', K_AS, user)
-  if not v then return nil, 0, 0, '' end
+-- parse_attempt reads an active attempt's "seq|admitted at|admission
+-- number[|p]" (the as hash) into seq, admission time (ms), admission number
+-- and lane ('p' or '').
+local function parse_attempt(v)
   local a = string.find(v, '|', 1, true)
   local b = string.find(v, '|', a + 1, true)
   local c = string.find(v, '|', b + 1, true)
@@ -61,6 +60,14 @@ local function active_attempt(user)
   end
   return tonumber(string.sub(v, 1, a - 1)), tonumber(string.sub(v, a + 1, b - 1)),
     tonumber(string.sub(v, b + 1, c - 1)), lane
+end
+
+-- active_attempt returns the seq, admission time (ms), admission number and
+-- lane ('p' or '') of user's active attempt, or nil.
+local function active_attempt(user)
+  local v = redis.call('HGET', K_AS, user)
+  if not v then return nil, 0, 0, '' end
+  return parse_attempt(v)
 end
 
 -- A batch entry is one stream entry holding one record per attempt, for a
@@ -189,14 +196,8 @@ local function waiting_total()
   return redis.call('ZCARD', K_W) + redis.call('ZCARD', K_P)
 end
 
--- state returns the status of attempt (user, seq), a detail, for an active
--- attempt its admission time and number, and the attempt's lane ('p' or ''):
--- WAITING -> 1-based place, ACTIVE/EXPIRED -> expiry ms; nil when unknown.
-local function state(user, seq)
-  local wl, pos = waiting_place(user, seq)
-  if wl then
-    return 'WAITING', pos, 0, 0, wl
-  end
+-- settled returns what state does for an attempt that is not waiting.
+local function settled(user, seq)
   local as, at, no, lane = active_attempt(user)
   if as == seq then
     local exp = tonumber(redis.call('ZSCORE', K_A, user)) or 0
@@ -210,6 +211,17 @@ local function state(user, seq)
   if f == 'D' then return 'DONE', 0, 0, 0, '' end
   if f == 'L' then return 'LEFT', 0, 0, 0, '' end
   return nil, 0, 0, 0, ''
+end
+
+-- state returns the status of attempt (user, seq), a detail, for an active
+-- attempt its admission time and number, and the attempt's lane ('p' or ''):
+-- WAITING -> 1-based place, ACTIVE/EXPIRED -> expiry ms; nil when unknown.
+local function state(user, seq)
+  local wl, pos = waiting_place(user, seq)
+  if wl then
+    return 'WAITING', pos, 0, 0, wl
+  end
+  return settled(user, seq)
 end
 
 -- owned returns the state of the attempt of user and seq, nil and its lane
@@ -243,31 +255,4 @@ local function hold_lease(replica, ms)
   return true
 end
 
--- progress returns what callers need to estimate a wait:
--- admitted so far, promotion rate (milli per second), admit batch, interval ms.
--- A caller that has read the config's batch and interval fields already
--- passes them (as HMGET returned them) to save reading them again.
-local function progress(batch, interval)
-  local n = redis.call('HMGET', K_N, 'admitted', 'rate')
-  if batch == nil then
-    local c = redis.call('HMGET', K_CFG, 'batch', 'interval')
-    batch, interval = c[1], c[2]
-  end
-  return tonumber(n[1]) or 0, tonumber(n[2]) or 0, tonumber(batch) or 0, tonumber(interval) or 0
-end
 
--- admit makes user active for ttl seconds, numbers the admission (the
--- event's admitted count) and announces it; returns the expiry and the number.
--- lane is 'p' for a priority-lane attempt, '' or nil otherwise.
-local function admit(user, seq, ttl, lane)
-  local exp = NOW + ttl * 1000
-  local no = redis.call('HINCRBY', K_N, 'admitted', 1)
-  local v = seq .. '|' .. NOW .. '|' .. no
-  if lane == 'p' then
-    v = v .. '|p'
-  end
-  redis.call('ZADD', K_A, exp, user)
-  redis.call('HSET', K_AS, user, v)
-  emit_lane('admitted', seq, user, lane, 'x', exp, 'n', no)
-  return exp, no
-end
