@@ -18,8 +18,11 @@ import (
 
 // Defaults for the engine's options.
 const (
-	// DefaultStreamMaxLen bounds each event's record stream (approximate trim).
-	DefaultStreamMaxLen = 1_000_000
+	// DefaultStreamMaxLen bounds each event's record stream: 0, no bound.
+	// The stream is the audit trail's buffer, which the audit writer trims
+	// as it writes (Trim), never past what SQL holds: a bound would drop
+	// records nobody has written while SQL is away.
+	DefaultStreamMaxLen = 0
 	// DefaultExpireLimit is how many active windows one sweep ends at most.
 	DefaultExpireLimit = 10_000
 	// DefaultChunk is the most attempts one script call promotes, expires
@@ -107,7 +110,9 @@ type Option func(*Engine)
 // WithClock sets the clock that stamps joins, expiries and records.
 func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
 
-// WithStreamMaxLen bounds each event's record stream.
+// WithStreamMaxLen bounds each event's record stream (approximately; 0 for
+// no bound), trimming records whether or not anyone has read them: for an
+// engine without an audit writer only.
 func WithStreamMaxLen(n int64) Option { return func(e *Engine) { e.maxLen = n } }
 
 // WithExpireLimit caps how many windows one Expire call ends.

@@ -296,6 +296,29 @@ func splitID(id string) (uint64, uint64) {
 	return m, s
 }
 
+// Backlog counts the entries of eventID's stream that group has not yet
+// acknowledged: those never delivered and those delivered but pending. A
+// batch entry holds many records. With no such group, every entry counts.
+func (e *Engine) Backlog(ctx context.Context, eventID, group string) (int64, error) {
+	stream := key(eventID, keyStream)
+	groups, err := e.rdb.XInfoGroups(ctx, stream).Result()
+	if err != nil && !strings.Contains(err.Error(), "no such key") {
+		return 0, fmt.Errorf("queue: backlog %s: %w", eventID, storeErr(ctx, err))
+	}
+	for _, g := range groups {
+		if g.Name == group && g.Lag >= 0 {
+			return g.Lag + g.Pending, nil
+		}
+	}
+	// No group yet, or a lag Redis cannot tell (after a deletion in the
+	// middle): the whole stream is the bound.
+	n, err := e.rdb.XLen(ctx, stream).Result()
+	if err != nil {
+		return 0, fmt.Errorf("queue: backlog %s: %w", eventID, storeErr(ctx, err))
+	}
+	return n, nil
+}
+
 // Trim drops records of eventID that group has acknowledged and that are older
 // than keep, and returns how many went. Unacknowledged records always stay:
 // the stream is the audit trail's buffer.

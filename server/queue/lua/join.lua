@@ -223,7 +223,7 @@ if jn > 0 then
   local f = {'k', 'joined', 't', NOW, 'q', seq0 + 1, 'b', jn, 'u', table.concat(ju, '\n')}
   if jl then f[#f + 1], f[#f + 2] = 'l', table.concat(jl) end
   if jc then f[#f + 1], f[#f + 2] = 'c', table.concat(jc, ' ') end
-  redis.call('XADD', K_S, 'MAXLEN', '~', MAXLEN, '*', unpack(f))
+  xadd(unpack(f))
 end
 if admissions then
   redis.call('HINCRBY', K_N, 'admitted', admissions.n)

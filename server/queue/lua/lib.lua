@@ -22,7 +22,8 @@
 --   dv     HASH   device binding: "d:<device>" -> user id, "u:<user id>" -> device,
 --                 while that user holds a live attempt
 -- Every script gets the same leading ARGV:
---   ARGV[1] now in ms (the server's clock), ARGV[2] stream MAXLEN (approximate)
+--   ARGV[1] now in ms (the server's clock), ARGV[2] stream MAXLEN (approximate;
+--   0, the default, trims nothing: see xadd)
 -- Script-specific ARGV start at ARGV[3].
 --
 -- The waiting ZSETs are the per-user index: a user id is a member of at most
@@ -30,10 +31,21 @@
 local NOW = tonumber(ARGV[1])
 local MAXLEN = ARGV[2]
 
+-- xadd appends one entry of the field-value pairs given to the event
+-- stream and returns its id. The stream is the audit trail's buffer: only
+-- the audit writer trims it, never past what it has written to SQL
+-- (queue.Engine.Trim). An engine without an audit writer may cap it with
+-- a MAXLEN (queue.WithStreamMaxLen), at the cost of records nobody read.
+local function xadd(...)
+  if MAXLEN == '0' then
+    return redis.call('XADD', K_S, '*', ...)
+  end
+  return redis.call('XADD', K_S, 'MAXLEN', '~', MAXLEN, '*', ...)
+end
+
 -- emit appends one record to the event stream and returns its id.
 local function emit(kind, seq, user, ...)
-  return redis.call('XADD', K_S, 'MAXLEN', '~', MAXLEN, '*',
-    'k', kind, 'q', seq, 'u', user, 't', NOW, ...)
+  return xadd('k', kind, 'q', seq, 'u', user, 't', NOW, ...)
 end
 
 -- emit_lane is emit for an attempt in lane ('p' or ''): a priority-lane
@@ -97,7 +109,7 @@ local function batch_emit(e)
   local f = e.f
   f[#f + 1] = 'b'
   f[#f + 1] = e.n
-  redis.call('XADD', K_S, 'MAXLEN', '~', MAXLEN, '*', unpack(f))
+  xadd(unpack(f))
 end
 
 -- unbind frees the device user held, if any.
