@@ -57,12 +57,17 @@ var errBatcherClosed = errors.New("queue: engine closed")
 // call is one script call waiting for, or riding in, a pipeline.
 type call struct {
 	ctx    context.Context
-	script *redis.Script
-	keys   []string
-	args   []any
-	res    []any
-	err    error
-	done   chan struct{}
+	script *luaScript
+	// event names the keys the call runs on (script.keysOf): only the
+	// first call of a group needs them built.
+	event string
+	args  []any
+	res   []any
+	err   error
+	done  chan struct{}
+	// buf holds res for a call of a run answered as one (see manyForm), so
+	// that answering it allocates nothing.
+	buf [joinWidth + joinShared]any
 }
 
 // batcher coalesces concurrent script calls into pipelines: a call goes at
@@ -99,11 +104,11 @@ func newBatcher(rdb redis.UniversalClient, cfg Batching, many map[*redis.Script]
 	return b
 }
 
-// do runs script s on keys and args in the next pipeline and returns its
-// reply. A cancelled ctx returns at once; the call is dropped if it has not
-// been sent yet, and its reply is discarded if it has.
-func (b *batcher) do(ctx context.Context, s *redis.Script, keys []string, args []any) ([]any, error) {
-	c := &call{ctx: ctx, script: s, keys: keys, args: args, done: make(chan struct{})}
+// do runs script s on eventID's keys with args in the next pipeline and
+// returns its reply. A cancelled ctx returns at once; the call is dropped if
+// it has not been sent yet, and its reply is discarded if it has.
+func (b *batcher) do(ctx context.Context, s *luaScript, eventID string, args []any) ([]any, error) {
+	c := &call{ctx: ctx, script: s, event: eventID, args: args, done: make(chan struct{})}
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -204,7 +209,7 @@ func (b *batcher) exec(batch []*call) {
 	cmds := make([]*redis.Cmd, len(groups))
 	pipe := b.rdb.Pipeline()
 	for i, g := range groups {
-		cmds[i] = g.script.EvalSha(ctx, pipe, g.calls[0].keys, g.args()...)
+		cmds[i] = g.script.EvalSha(ctx, pipe, g.keys(), g.args()...)
 	}
 	_, _ = pipe.Exec(ctx)
 	// A flushed script cache: send those calls again with the script's body,
@@ -215,7 +220,7 @@ func (b *batcher) exec(batch []*call) {
 			if again == nil {
 				again = b.rdb.Pipeline()
 			}
-			cmds[i] = groups[i].script.Eval(ctx, again, groups[i].calls[0].keys, groups[i].args()...)
+			cmds[i] = groups[i].script.Eval(ctx, again, groups[i].keys(), groups[i].args()...)
 		}
 	}
 	if again != nil {
@@ -293,8 +298,8 @@ func (b *batcher) group(batch []*call) []group {
 	for i := 0; i < len(batch); {
 		c := batch[i]
 		j := i + 1
-		if m, ok := b.many[c.script]; ok {
-			for j < len(batch) && batch[j].script == c.script && batch[j].keys[0] == c.keys[0] {
+		if m, ok := b.many[c.script.Script]; ok {
+			for j < len(batch) && batch[j].script == c.script && batch[j].event == c.event {
 				j++
 			}
 			if j-i > 1 {
@@ -303,11 +308,14 @@ func (b *batcher) group(batch []*call) []group {
 				continue
 			}
 		}
-		gs = append(gs, group{script: c.script, calls: batch[i:j]})
+		gs = append(gs, group{script: c.script.Script, calls: batch[i:j]})
 		i = j
 	}
 	return gs
 }
+
+// keys is the KEYS of g: its first call's (all its calls share them).
+func (g group) keys() []string { return g.calls[0].script.keysOf(g.calls[0].event) }
 
 // args is the ARGV of g: a single call's own; for a script taking calls one
 // after the other, the latest of the calls' clocks, the first's MAXLEN and
@@ -369,7 +377,7 @@ func (g group) answer(cmd *redis.Cmd) {
 		case err != nil:
 			c.err = err
 		case g.width > 0:
-			c.res = append(append(make([]any, 0, w+g.shared), replies[i*w:(i+1)*w]...), shared...)
+			c.res = append(append(c.buf[:0], replies[i*w:(i+1)*w]...), shared...)
 		default:
 			c.res, c.err = reply(replies[i])
 		}

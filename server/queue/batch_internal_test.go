@@ -29,7 +29,7 @@ func mustCalls(t *testing.T, s *luaScript, pairs ...string) []*call {
 	t.Helper()
 	var cs []*call
 	for i := 0; i+1 < len(pairs); i += 2 {
-		cs = append(cs, &call{ctx: context.Background(), script: s.Script, keys: s.keysOf(pairs[i]),
+		cs = append(cs, &call{ctx: context.Background(), script: s, event: pairs[i],
 			args: []any{1000 + i, 100, pairs[i+1]}, done: make(chan struct{})})
 	}
 	return cs

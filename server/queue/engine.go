@@ -175,7 +175,7 @@ func (e *Engine) run(ctx context.Context, s *luaScript, eventID string, args ...
 		err error
 	)
 	if e.batch != nil && hot(s) {
-		res, err = e.batch.do(ctx, s.Script, s.keysOf(eventID), argv)
+		res, err = e.batch.do(ctx, s, eventID, argv)
 	} else {
 		res, err = s.Run(ctx, e.rdb, s.keysOf(eventID), argv...).Slice()
 	}
@@ -244,11 +244,16 @@ func (a Actor) Owns(userID string) bool {
 	return a.UserID != "" && a.UserID == userID
 }
 
-func flag(b bool) string {
+// flagYes and flagNo are the scripts' "1" and "0", boxed once: a script
+// argument boxed per call is an allocation per call.
+var flagYes, flagNo any = "1", "0"
+
+// flag is b as a script argument.
+func flag(b bool) any {
 	if b {
-		return "1"
+		return flagYes
 	}
-	return "0"
+	return flagNo
 }
 
 // CreateEvent mirrors a new event into Redis; CodeEventExists if present.
