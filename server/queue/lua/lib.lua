@@ -203,11 +203,6 @@ local function waiting_place(user, seq)
   return lane, place(r, lane, redis.call('ZCARD', K_W), redis.call('ZCARD', K_P), batch, ppm), tonumber(ws)
 end
 
--- waiting_total counts everyone waiting in the event, both lanes.
-local function waiting_total()
-  return redis.call('ZCARD', K_W) + redis.call('ZCARD', K_P)
-end
-
 -- settled returns what state does for an attempt that is not waiting.
 local function settled(user, seq)
   local as, at, no, lane = active_attempt(user)

@@ -1,8 +1,13 @@
 -- join_one.lua: the join script as it was before joins went in batches
 -- (one join per call), kept as the oracle TestJoinBatchMatchesOneByOne holds
 -- lua/join.lua to: a batch must answer and change exactly what these one-join
--- calls would, in order. It needs lib.lua's helpers, plus these two that only
--- it uses.
+-- calls would, in order. It needs lib.lua's helpers, plus these three that
+-- only it uses.
+-- waiting_total counts everyone waiting in the event, both lanes.
+local function waiting_total()
+  return redis.call('ZCARD', K_W) + redis.call('ZCARD', K_P)
+end
+
 -- progress returns what callers need to estimate a wait:
 -- admitted so far, promotion rate (milli per second), admit batch, interval ms.
 -- A caller that has read the config's batch and interval fields already
