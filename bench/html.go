@@ -22,6 +22,8 @@ var (
 
 type htmlRatio struct{ Name, Value, Target, Verdict string }
 
+type htmlCeiling struct{ Op, Waiting, RedisCPU, PerS string }
+
 type htmlView struct {
 	Host, Date, Setup, Load string
 	// HTTP and Drop say which charts the page has.
@@ -31,6 +33,9 @@ type htmlView struct {
 	DropRows             []htmlRatio
 	Mismatches           []string
 	Ratios               []htmlRatio
+	// Ceilings are one event's ceilings (see Result.Ceilings).
+	Ceilings             []htmlCeiling
+	CeilingIntro         string
 	UPlotVersion         string
 	UPlotCSS             template.CSS
 	UPlotJS, AppJS, Data template.JS
@@ -141,5 +146,9 @@ func HTML(w io.Writer, r *Result) error {
 	for _, x := range r.Ratios {
 		v.Ratios = append(v.Ratios, htmlRatio{Name: x.Name, Value: num(x.Value), Target: x.targetText(), Verdict: x.Verdict()})
 	}
+	for _, c := range r.Ceilings() {
+		v.Ceilings = append(v.Ceilings, htmlCeiling{Op: c.Op, Waiting: SizeLabel(c.Waiting), RedisCPU: num(c.RedisCPU), PerS: num(c.PerS)})
+	}
+	v.CeilingIntro = ceilingIntro
 	return page.Execute(w, v)
 }

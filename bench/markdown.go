@@ -39,6 +39,10 @@ func loadLine(r *Result) string {
 		"other work competed for the cores and the figures are noisier.", num(r.LoadAvg[0]), num(r.LoadAvg[1]), r.CPUs)
 }
 
+// ceilingIntro says what one event's ceiling is.
+const ceilingIntro = "An event's keys share one Redis core, so whatever the replicas, one event takes at most " +
+	"1 s ÷ (Redis CPU per request): Redis CPU over the HTTP loads above, divided by the answered requests."
+
 // targetText is x's target as "≥ t" or "≤ t", or "—" without one.
 func (x Ratio) targetText() string {
 	switch {
@@ -127,6 +131,14 @@ func Markdown(w io.Writer, r *Result) error {
 			"The load generator, the server and Redis share the CPUs, so throughput follows the sum of the three.\n\n" +
 			"| op | waiting | naive server | rushline server | Redis, naive | Redis, rushline | load generator, naive | load generator, rushline | sum naive | sum rushline |\n" +
 			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + cpu.String())
+	}
+
+	if cs := r.Ceilings(); len(cs) > 0 {
+		b.WriteString("\n## One event's ceiling\n\n" + ceilingIntro + "\n\n" +
+			"| op | waiting | Redis CPU µs per request | one event's ceiling, per s |\n|---|---:|---:|---:|\n")
+		for _, c := range cs {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", c.Op, SizeLabel(c.Waiting), num(c.RedisCPU), num(c.PerS))
+		}
 	}
 
 	fmt.Fprintf(&b, "\n## redis-benchmark: the raw ceiling (-c %d)\n\n| test | pipeline | rps | p50 ms | p99 ms |\n|---|---:|---:|---:|---:|\n",

@@ -142,7 +142,38 @@ const (
 	TargetPushRSSMB      = 200
 	// TargetPushStreams is the stream count the push targets are set for.
 	TargetPushStreams = 10_000
+	// TargetRedisCPUJoinUS and TargetRedisCPUStatusUS cap the Redis CPU per
+	// join and per status read through the HTTP API (issue 15).
+	TargetRedisCPUJoinUS   = 6
+	TargetRedisCPUStatusUS = 3
+	// TargetServerFloorRatio caps rushline's server CPU per join over the
+	// HTTP floor's (issue 15).
+	TargetServerFloorRatio = 1.3
 )
+
+// Ceiling is what one event can take of one operation: an event's keys
+// live on one Redis core (they share a hash tag), so whatever the
+// replicas, one event takes at most 1 s ÷ (Redis CPU per request).
+type Ceiling struct {
+	Op       string
+	Waiting  int
+	RedisCPU float64 // µs per request
+	PerS     float64
+}
+
+// Ceilings lists one event's ceiling for rushline's joins and status reads
+// at every line length measured.
+func (r *Result) Ceilings() []Ceiling {
+	var out []Ceiling
+	for _, op := range []string{OpJoin, OpStatus} {
+		for _, n := range r.Settings.Sizes {
+			if h, ok := r.HTTPFor(ServerRushline, op, n); ok && h.RedisCPU > 0 {
+				out = append(out, Ceiling{Op: op, Waiting: n, RedisCPU: h.RedisCPU, PerS: 1e6 / h.RedisCPU})
+			}
+		}
+	}
+	return out
+}
 
 // ComputeRatios derives the ratios and targets from the figures.
 func (r *Result) ComputeRatios() {
@@ -163,8 +194,16 @@ func (r *Result) ComputeRatios() {
 			add("join server+Redis CPU per request rushline/naive"+at, ours.ServerCPU+ours.RedisCPU,
 				base.ServerCPU+base.RedisCPU, 0, true)
 		}
+		if ok1 {
+			add("join Redis CPU µs per request"+at, ours.RedisCPU, 1, TargetRedisCPUJoinUS, true)
+			add("one event's ceiling, joins/s"+at, 1e6, ours.RedisCPU, 0, false)
+		}
 		ours, ok1 = r.HTTPFor(ServerRushline, OpStatus, n)
 		base, ok2 = r.HTTPFor(ServerNaive, OpStatus, n)
+		if ok1 {
+			add("status Redis CPU µs per request"+at, ours.RedisCPU, 1, TargetRedisCPUStatusUS, true)
+			add("one event's ceiling, status reads/s"+at, 1e6, ours.RedisCPU, 0, false)
+		}
 		if ok1 && ok2 {
 			target := 0.0
 			if n == sizes[len(sizes)-1] {
@@ -183,6 +222,10 @@ func (r *Result) ComputeRatios() {
 			base, ok2 := r.HTTPFor(ServerNaive, op, sizes[0])
 			if ok1 && ok2 {
 				add(op+" HTTP floor/naive @"+SizeLabel(sizes[0]), floor.RPS, base.RPS, 0, false)
+			}
+			if ours, ok := r.HTTPFor(ServerRushline, op, sizes[0]); ok1 && ok && op == OpJoin {
+				add("join server CPU per request rushline/floor @"+SizeLabel(sizes[0]), ours.ServerCPU, floor.ServerCPU,
+					TargetServerFloorRatio, true)
 			}
 		}
 	}

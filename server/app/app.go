@@ -226,6 +226,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cleanup()
 		return nil, err
 	}
+	auditor := audit.New(eng, db, cfg.Replica, log, audit.WithObserver(m))
 	api := httpapi.New(httpapi.Deps{
 		Steps: orders, Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
 		TrustProxy: cfg.TrustProxy, Practice: practice.New(drops, eng), Drops: drops, Limiter: limiter(rdb, cfg.RateLimit, log),
@@ -234,6 +235,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 			"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 			"database": db.Ping,
 		},
+		AuditBacklog: auditor.Behind,
 	})
 	// Streams are hijacked and set their own deadlines, so these bound only
 	// ordinary requests and idle keep-alive connections.
@@ -247,7 +249,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	wg.Go(func() {
 		admission.New(eng, cfg.Replica, admission.WithObserver(m), admission.WithLogger(log)).Run(workCtx)
 	})
-	wg.Go(func() { audit.New(eng, db, cfg.Replica, log, audit.WithObserver(m)).Run(workCtx) })
+	wg.Go(func() { auditor.Run(workCtx) })
 	wg.Go(func() { keeper.Run(workCtx) })
 	wg.Go(func() { drops.Run(workCtx) })
 

@@ -1,8 +1,9 @@
 // Package audit writes the SQL audit trail behind the queue: it tails every
 // event's Redis stream through a consumer group and writes the records to the
 // database in batches. The hot path never waits on SQL; while SQL is away the
-// records wait in the stream (bounded by the stream's MAXLEN, 1,000,000 per
-// event by default) and are written once it is back.
+// records wait in the stream, which nothing trims past what this writer has
+// written (see queue.Engine.Trim), and are written once it is back; the
+// backlog meanwhile shows in Behind, the Observer and a warning log.
 package audit
 
 import (
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/rushline/rushline/internal/ctxsleep"
@@ -35,8 +37,11 @@ const (
 	// DefaultKeep is how long written records stay in the stream for late
 	// readers (push tails) before they are trimmed.
 	DefaultKeep = 5 * time.Minute
-	// trimEvery is how often each event's stream is trimmed.
-	trimEvery = 10 * time.Second
+	// DefaultTrimEvery is how often each event's stream is trimmed.
+	DefaultTrimEvery = 10 * time.Second
+	// DefaultWarnBacklog is the backlog (stream entries not yet written to
+	// SQL, all events together) past which the worker logs a warning.
+	DefaultWarnBacklog = 10_000
 )
 
 // Writer stores records durably; store.Store implements it. It must be
@@ -46,29 +51,46 @@ type Writer interface {
 	WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.Conflict, error)
 }
 
-// Observer learns of the orders the writer kept aside, e.g. to count them.
+// Observer learns of the orders the writer kept aside, e.g. to count them,
+// and of each event's backlog: the stream entries (each one or more
+// records) not yet written to SQL, after every round.
 type Observer interface {
 	Conflict(c queue.Conflict)
+	Backlog(eventID string, entries int64)
 }
 
 // Option configures a Worker.
 type Option func(*Worker)
 
-// WithObserver reports every order kept aside to o.
+// WithObserver reports every order kept aside, and the backlogs, to o.
 func WithObserver(o Observer) Option { return func(w *Worker) { w.obs = o } }
 
+// WithTrimEvery sets how often each event's stream is trimmed
+// (DefaultTrimEvery).
+func WithTrimEvery(d time.Duration) Option { return func(w *Worker) { w.trimEvery = d } }
+
+// WithWarnBacklog sets the backlog past which the worker warns
+// (DefaultWarnBacklog).
+func WithWarnBacklog(n int64) Option { return func(w *Worker) { w.warnAt = n } }
+
 // Worker copies stream records to SQL. Run one per replica; the consumer
-// group shares the work. Not safe for concurrent Run calls.
+// group shares the work. Not safe for concurrent Run calls; Behind is safe
+// to call at any time.
 type Worker struct {
-	src      *queue.Engine
-	dst      Writer
-	consumer string
-	log      *slog.Logger
-	groups   map[string]bool
-	claimed  time.Time
-	trimmed  time.Time
-	keep     time.Duration
-	obs      Observer
+	src       *queue.Engine
+	dst       Writer
+	consumer  string
+	log       *slog.Logger
+	groups    map[string]bool
+	claimed   time.Time
+	trimmed   time.Time
+	keep      time.Duration
+	trimEvery time.Duration
+	warnAt    int64
+	warned    bool
+	obs       Observer
+	// behind is the backlog of every event after the last round.
+	behind atomic.Int64
 }
 
 // New returns a worker named consumer (unique per replica).
@@ -76,7 +98,8 @@ func New(src *queue.Engine, dst Writer, consumer string, log *slog.Logger, opts 
 	if log == nil {
 		log = slog.Default()
 	}
-	w := &Worker{src: src, dst: dst, consumer: consumer, log: log, groups: map[string]bool{}, keep: DefaultKeep}
+	w := &Worker{src: src, dst: dst, consumer: consumer, log: log, groups: map[string]bool{}, keep: DefaultKeep,
+		trimEvery: DefaultTrimEvery, warnAt: DefaultWarnBacklog}
 	for _, o := range opts {
 		o(w)
 	}
@@ -85,6 +108,10 @@ func New(src *queue.Engine, dst Writer, consumer string, log *slog.Logger, opts 
 
 // Keep sets how long written records stay in the stream before trimming.
 func (w *Worker) Keep(d time.Duration) { w.keep = d }
+
+// Behind is the backlog after the last round: the stream entries of every
+// event not yet written to SQL (a batch entry holds many records).
+func (w *Worker) Behind() int64 { return w.behind.Load() }
 
 // Run copies records until ctx ends. It pauses DefaultIdle after a round
 // that found nothing or failed, DefaultLinger after one that found no full
@@ -131,11 +158,14 @@ func (w *Worker) round(ctx context.Context) (total int, full bool, err error) {
 	if claim {
 		w.claimed = time.Now()
 	}
-	trim := time.Since(w.trimmed) > trimEvery
+	trim := time.Since(w.trimmed) > w.trimEvery
 	if trim {
 		w.trimmed = time.Now()
 	}
-	var errs []error
+	var (
+		errs   []error
+		behind int64
+	)
 	for _, id := range ids {
 		n, read, err := w.event(ctx, id, claim, trim)
 		if err != nil && lostGroup(err) {
@@ -151,8 +181,30 @@ func (w *Worker) round(ctx context.Context) (total int, full bool, err error) {
 			delete(w.groups, id)
 			errs = append(errs, fmt.Errorf("audit %s: %w", id, err)) // the other events go on
 		}
+		if n, err := w.src.Backlog(ctx, id, DefaultGroup); err == nil {
+			behind += n
+			if w.obs != nil {
+				w.obs.Backlog(id, n)
+			}
+		}
 	}
+	w.behind.Store(behind)
+	w.warn(behind)
 	return total, full, errors.Join(errs...)
+}
+
+// warn logs when the backlog passes the warning mark, and when it is back
+// under it.
+func (w *Worker) warn(behind int64) {
+	switch {
+	case behind > w.warnAt && !w.warned:
+		w.warned = true
+		w.log.Warn("audit: SQL is behind; the records wait in Redis, untrimmed, until they are written",
+			"backlog_entries", behind)
+	case behind <= w.warnAt && w.warned:
+		w.warned = false
+		w.log.Info("audit: SQL has caught up", "backlog_entries", behind)
+	}
 }
 
 // lostGroup reports whether err says the stream or its group is gone.
@@ -191,7 +243,8 @@ func (w *Worker) event(ctx context.Context, id string, claim, trim bool) (writte
 			acks = append(acks, r.ID)
 		}
 		if r.Kind == "" {
-			// Trimmed from the stream (over MAXLEN) before it was written.
+			// Trimmed from the stream before it was written: only by an
+			// engine capped with queue.WithStreamMaxLen.
 			w.log.Error("audit: record lost to stream trimming", "event", id, "id", r.ID)
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rushline/rushline/internal/testutil"
 	"github.com/rushline/rushline/server/audit"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/redisproc/redistest"
@@ -289,8 +290,24 @@ func TestRunWritesBacklogInFullBatches(t *testing.T) {
 
 // conflicts records every order the worker reports kept aside.
 type conflicts struct {
-	mu   sync.Mutex
-	seen []queue.Conflict
+	mu      sync.Mutex
+	seen    []queue.Conflict
+	backlog map[string]int64
+}
+
+func (c *conflicts) Backlog(eventID string, n int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.backlog == nil {
+		c.backlog = map[string]int64{}
+	}
+	c.backlog[eventID] = n
+}
+
+func (c *conflicts) backlogOf(eventID string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.backlog[eventID]
 }
 
 func (c *conflicts) Conflict(x queue.Conflict) {
@@ -346,5 +363,123 @@ func TestSeatSoldTwiceIsNotDropped(t *testing.T) {
 	}
 	if orders, err := db.Orders(ctx, ev.ID); err != nil || len(orders) != 1 || orders[0].UserID != "u_first" {
 		t.Fatalf("orders %+v (%v): the seat stays u_first's", orders, err)
+	}
+}
+
+// syncBuffer is a log sink safe for the worker's goroutine and the test's.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestSQLOutageUnderSteadyJoinsLosesNothing: SQL is away for a while (a
+// shorter stand-in for a minute) while many callers join without pause and
+// the worker runs, trimming as often and as closely as it can (every 20 ms,
+// keeping nothing it has written): the strictest trim there is, where any
+// length bound on the stream would have dropped unwritten records. Joins go
+// on, the backlog shows (Behind, the observer, a warning), the stream keeps
+// every unwritten entry, and once SQL is back every join lands in it, once.
+func TestSQLOutageUnderSteadyJoinsLosesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("joins through a SQL outage of two seconds")
+	}
+	const outage = 2 * time.Second
+	ctx := context.Background()
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	eng := queue.New(rdb, []byte("k"))
+	t.Cleanup(eng.Close)
+	db := &flaky{Store: storetest.MustOpen(t, "sqlite")}
+	ev := queue.Event{ID: "outage", Seats: 5, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 100, ActiveTTLS: 60,
+		Policy: queue.PolicyBatch, Paused: true}
+	if err := eng.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	obs := &conflicts{}
+	logs := &syncBuffer{}
+	w := audit.New(eng, db, "a", slog.New(slog.NewTextHandler(logs, nil)), audit.WithObserver(obs),
+		audit.WithTrimEvery(20*time.Millisecond), audit.WithWarnBacklog(10))
+	w.Keep(0)
+	runCtx, stopRun := context.WithCancel(ctx)
+	ran := make(chan struct{})
+	go func() { w.Run(runCtx); close(ran) }()
+	defer func() { stopRun(); <-ran }()
+
+	var joined atomic.Int64
+	joinCtx, stopJoins := context.WithCancel(ctx)
+	var callers sync.WaitGroup
+	for c := range 8 {
+		callers.Go(func() {
+			for i := 0; joinCtx.Err() == nil; i++ {
+				if _, _, err := eng.Join(ctx, ev.ID, fmt.Sprintf("u_%d_%d", c, i)); err != nil {
+					t.Errorf("join: %v", err)
+					return
+				}
+				joined.Add(1)
+			}
+		})
+	}
+	defer func() { stopJoins(); callers.Wait() }()
+	inSQL := func() int {
+		entries, err := db.Entries(ctx, ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	testutil.Eventually(t, 10*time.Second, "records written before the outage", func() bool { return inSQL() > 0 })
+
+	db.down.Store(true)
+	atDown, ends := joined.Load(), time.Now().Add(outage)
+	stream := queue.Keys(ev.ID)[8]
+	testutil.Eventually(t, outage+10*time.Second, "the outage to pass with joins going on", func() bool {
+		return time.Now().After(ends) && joined.Load() > atDown+100 && w.Behind() > 10
+	})
+	// Nothing unwritten was trimmed: the stream holds at least the backlog,
+	// though the worker trimmed every 20 ms throughout.
+	if backlog, n := w.Behind(), rdb.XLen(ctx, stream).Val(); n < backlog || backlog < 10 {
+		t.Fatalf("stream of %d entries with a backlog of %d", n, backlog)
+	}
+	if obs.backlogOf(ev.ID) < 10 {
+		t.Errorf("observer saw a backlog of %d", obs.backlogOf(ev.ID))
+	}
+	if !strings.Contains(logs.String(), "SQL is behind") {
+		t.Errorf("no warning of the backlog in the log:\n%s", logs)
+	}
+
+	db.down.Store(false)
+	testutil.Eventually(t, 10*time.Second, "joins after SQL came back", func() bool { return inSQL() > int(atDown)+100 })
+	stopJoins()
+	callers.Wait()
+	total := joined.Load()
+	testutil.Eventually(t, 30*time.Second, "every join in SQL", func() bool { return inSQL() >= int(total) })
+	entries, err := db.Entries(ctx, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range entries {
+		if e.Seq != int64(i+1) || e.Status != queue.StatusWaiting {
+			t.Fatalf("entry %d: seq %d %s; want every seq 1..%d once, WAITING", i, e.Seq, e.Status, total)
+		}
+	}
+	if len(entries) != int(total) {
+		t.Fatalf("%d entries in SQL, %d joins", len(entries), total)
+	}
+	testutil.Eventually(t, 10*time.Second, "the backlog gone and the stream trimmed", func() bool {
+		return w.Behind() == 0 && rdb.XLen(ctx, stream).Val() <= 1 && obs.backlogOf(ev.ID) == 0
+	})
+	if !strings.Contains(logs.String(), "SQL has caught up") {
+		t.Errorf("no word of the catch-up in the log:\n%s", logs)
 	}
 }

@@ -50,9 +50,11 @@ const retryAfter = 1
 
 type errorBody struct {
 	Error errorDetail `json:"error"`
-	// Status and Down are /readyz's: "unavailable" and what does not answer.
-	Status string   `json:"status,omitempty"`
-	Down   []string `json:"down,omitempty"`
+	// Status, Down and AuditBacklog are /readyz's: "unavailable", what does
+	// not answer, and the audit backlog when there is one.
+	Status       string   `json:"status,omitempty"`
+	Down         []string `json:"down,omitempty"`
+	AuditBacklog int64    `json:"audit_backlog,omitempty"`
 }
 
 type errorDetail struct {

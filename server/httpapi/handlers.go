@@ -249,13 +249,8 @@ func (s *Server) entryBody(eventID string, en queue.Entry, withIdentity bool) (e
 }
 
 func (s *Server) join(c *gin.Context) {
-	var req struct {
-		UserType     *string `json:"user_type"`
-		BotID        *string `json:"bot_id"`
-		PriorityCode *string `json:"priority_code"`
-		Priority     *bool   `json:"priority"`
-	}
-	bodyErr := decode(c, &req)
+	var req joinRequest
+	bodyErr := decodeJoin(c, &req)
 	virtual := req.UserType != nil && *req.UserType == string(queue.UserVirtual)
 	var (
 		userID string

@@ -82,3 +82,37 @@ func TestReadyzNamesWhatIsDown(t *testing.T) {
 		})
 	}
 }
+
+// TestReadyzNamesTheAuditBacklog: /readyz carries the audit backlog while
+// there is one, ready or not, and stays ready on a backlog alone (joins go
+// on while SQL catches up).
+func TestReadyzNamesTheAuditBacklog(t *testing.T) {
+	t.Parallel()
+	up := func(context.Context) error { return nil }
+	down := func(context.Context) error { return errors.New("database away") }
+	for _, tc := range []struct {
+		name     string
+		database func(context.Context) error
+		backlog  int64
+		want     int
+	}{
+		{"caught up", up, 0, http.StatusOK},
+		{"catching up", up, 42, http.StatusOK},
+		{"SQL away", down, 42, http.StatusServiceUnavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			api := httpapi.New(httpapi.Deps{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Ready:        map[string]func(context.Context) error{"redis": up, "database": tc.database},
+				AuditBacklog: func() int64 { return tc.backlog }})
+			srv := httptest.NewServer(api.Handler())
+			defer srv.Close()
+			r := (&Fixture{URL: srv.URL, Client: srv.Client()}).MustDo(t, http.MethodGet, "/readyz", nil, nil)
+			MustStatus(t, r, tc.want)
+			got, present := r.Body["audit_backlog"].(float64)
+			if int64(got) != tc.backlog || present != (tc.backlog > 0) {
+				t.Errorf("audit_backlog = %v (present %v), want %d: %s", r.Body["audit_backlog"], present, tc.backlog, r.Raw)
+			}
+		})
+	}
+}

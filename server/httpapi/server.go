@@ -40,6 +40,10 @@ type Deps struct {
 	// Ready names what /readyz checks ("redis", "database"), each with a
 	// function that fails when it does not answer.
 	Ready map[string]func(ctx context.Context) error
+	// AuditBacklog, when set, counts the stream entries the audit writer has
+	// not yet written to SQL; /readyz names a backlog (but stays ready on it
+	// alone: joins go on while SQL catches up).
+	AuditBacklog func() int64
 	// Web, when set, is served at / (index.html for unknown non-API paths).
 	Web fs.FS
 	// TrustProxy takes the client address from X-Forwarded-For.

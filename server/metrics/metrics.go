@@ -32,6 +32,8 @@ type Metrics struct {
 	StatsStreams *prometheus.GaugeVec
 	// OrderConflicts counts orders the audit writer kept aside (see queue.Conflict).
 	OrderConflicts *prometheus.CounterVec
+	// AuditBacklog is each event's stream entries not yet written to SQL.
+	AuditBacklog *prometheus.GaugeVec
 	// Rebuilds counts events this replica rebuilt after Redis lost their state.
 	Rebuilds *prometheus.CounterVec
 }
@@ -79,6 +81,10 @@ func New() *Metrics {
 		StatsStreams: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "rushline_stats_streams", Help: "Open public stats streams.",
 		}, []string{"event"}),
+		AuditBacklog: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "rushline_audit_backlog",
+			Help: "Stream entries (each one or more records) the audit writer has not yet written to SQL; they stay in Redis, untrimmed, until it has.",
+		}, []string{"event"}),
 		OrderConflicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rushline_audit_order_conflicts_total",
 			Help: "Orders the audit writer kept in order_conflicts instead of orders: seat_taken (SQL holds the seat for another order) or late (from a lost Redis state, after its rebuild began).",
@@ -88,7 +94,7 @@ func New() *Metrics {
 		}, []string{"event"}),
 	}
 	m.Registry.MustRegister(m.HTTP, m.Redis, m.Errors, m.Promotions, m.PromotionTick, m.PromotionLatency, m.StreamLag, m.ExpiredTotal, m.AdmitRoom, m.AdmitLoad, m.SSE, m.StatsStreams,
-		m.OrderConflicts, m.Rebuilds,
+		m.OrderConflicts, m.Rebuilds, m.AuditBacklog,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -99,7 +105,7 @@ func (m *Metrics) perEvent() []interface {
 } {
 	return []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.Promotions, m.StreamLag, m.ExpiredTotal, m.AdmitRoom, m.AdmitLoad, m.SSE, m.StatsStreams}
+	}{m.Promotions, m.StreamLag, m.ExpiredTotal, m.AdmitRoom, m.AdmitLoad, m.SSE, m.StatsStreams, m.AuditBacklog}
 }
 
 // Forget deletes every series of a dropped event, so short-lived events
@@ -121,6 +127,11 @@ func (m *Metrics) Ticked(eventID string, res queue.TickResult, took time.Duratio
 // Conflict counts an order kept aside; it implements audit.Observer.
 func (m *Metrics) Conflict(c queue.Conflict) {
 	m.OrderConflicts.WithLabelValues(c.Record.EventID, string(c.Reason)).Inc()
+}
+
+// Backlog records an event's audit backlog; it implements audit.Observer.
+func (m *Metrics) Backlog(eventID string, entries int64) {
+	m.AuditBacklog.WithLabelValues(eventID).Set(float64(entries))
 }
 
 // Rebuilt counts a rebuild of an event; it implements recovery.Observer.

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ func mustCalls(t *testing.T, s *luaScript, pairs ...string) []*call {
 	t.Helper()
 	var cs []*call
 	for i := 0; i+1 < len(pairs); i += 2 {
-		cs = append(cs, &call{ctx: context.Background(), script: s.Script, keys: s.keysOf(pairs[i]),
+		cs = append(cs, &call{ctx: context.Background(), script: s, event: pairs[i],
 			args: []any{1000 + i, 100, pairs[i+1]}, done: make(chan struct{})})
 	}
 	return cs
@@ -40,7 +41,7 @@ func mustCalls(t *testing.T, s *luaScript, pairs ...string) []*call {
 // else goes alone.
 func TestBatchGroups(t *testing.T) {
 	one, other := script(probeBody), script(probeBody)
-	b := &batcher{many: map[*redis.Script]*redis.Script{one.Script: manyScript(probeBody)}}
+	b := &batcher{many: map[*redis.Script]manyForm{one.Script: {script: manyScript(probeBody)}}}
 	for _, tc := range []struct {
 		name  string
 		calls []*call
@@ -81,7 +82,7 @@ func TestBatchGroups(t *testing.T) {
 func TestBatchManyReplies(t *testing.T) {
 	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
 	one := script(probeBody)
-	b := newBatcher(rdb, Batching{Size: 64, InFlight: 1}, map[*redis.Script]*redis.Script{one.Script: manyScript(probeBody)})
+	b := newBatcher(rdb, Batching{Size: 64, InFlight: 1}, map[*redis.Script]manyForm{one.Script: {script: manyScript(probeBody)}})
 	calls := mustCalls(t, one, "e1", "a", "e1", "boom", "e1", "nil", "e1", "b", "e1", "wrongtype", "e1", "c")
 	b.running = 1 // as takeLocked would count it
 	b.exec(calls)
@@ -131,6 +132,50 @@ func TestLibReadsNoCallArgs(t *testing.T) {
 			if n, _ := strconv.Atoi(m[1]); n > 2 {
 				t.Errorf("lib.lua:%d reads %s", i+1, m[0])
 			}
+		}
+	}
+}
+
+// TestBatchConcatenatedRun sends a run of joins, each with its own clock,
+// as one call of join.lua: each call gets its own answer (with the values
+// shared by the run), in order, and the run happens at its latest clock.
+func TestBatchConcatenatedRun(t *testing.T) {
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	ctx := context.Background()
+	eng := New(rdb, []byte("k"), WithBatching(Batching{}))
+	if err := eng.CreateEvent(ctx, Event{ID: "e1", Name: "e1", Seats: 1, Capacity: 1, AdmitBatch: 7,
+		AdmitIntervalMS: 250, ActiveTTLS: 60, Policy: PolicyBatch}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBatcher(rdb, Batching{Size: 64, InFlight: 1}, manyScripts)
+	var calls []*call
+	for i, now := range []int64{3000, 5000, 4000} {
+		calls = append(calls, &call{ctx: ctx, script: scriptJoin, event: "e1",
+			args: []any{now, int64(0), fmt.Sprintf("u_%d", i), "", flagNo, ""}, done: make(chan struct{})})
+	}
+	if gs := b.group(calls); len(gs) != 1 || !gs[0].many {
+		t.Fatalf("%d groups, want the run as one", len(gs))
+	}
+	b.running = 1 // as takeLocked would count it
+	b.exec(calls)
+	for i, c := range calls {
+		<-c.done
+		if c.err != nil {
+			t.Fatalf("call %d: %v", i, c.err)
+		}
+		// NEW WAITING seq place waiting … then the run's batch and interval.
+		got := fmt.Sprintf("%v %v %v %v %v %v %v", c.res[0], c.res[1], c.res[2], c.res[3], c.res[4], c.res[10], c.res[11])
+		if want := fmt.Sprintf("NEW WAITING %d %d %d 7 250", i+1, i+1, i+1); got != want || len(c.res) != joinWidth+joinShared {
+			t.Errorf("call %d answered %v, want %s", i, c.res, want)
+		}
+	}
+	recs, err := eng.Records(ctx, "e1", "0", 10)
+	if err != nil || len(recs) != 3 {
+		t.Fatalf("%d records, %v", len(recs), err)
+	}
+	for i, r := range recs {
+		if r.Seq != int64(i+1) || r.UserID != fmt.Sprintf("u_%d", i) || r.At.UnixMilli() != 5000 {
+			t.Errorf("record %d: %+v, want seq %d of u_%d at the run's latest clock", i, r, i+1, i)
 		}
 	}
 }

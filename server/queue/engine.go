@@ -18,8 +18,11 @@ import (
 
 // Defaults for the engine's options.
 const (
-	// DefaultStreamMaxLen bounds each event's record stream (approximate trim).
-	DefaultStreamMaxLen = 1_000_000
+	// DefaultStreamMaxLen bounds each event's record stream: 0, no bound.
+	// The stream is the audit trail's buffer, which the audit writer trims
+	// as it writes (Trim), never past what SQL holds: a bound would drop
+	// records nobody has written while SQL is away.
+	DefaultStreamMaxLen = 0
 	// DefaultExpireLimit is how many active windows one sweep ends at most.
 	DefaultExpireLimit = 10_000
 	// DefaultChunk is the most attempts one script call promotes, expires
@@ -55,6 +58,13 @@ var (
 	luaReserve string
 )
 
+// Values per call in the replies of join.lua and verify.lua, and values at
+// their end shared by every call.
+const (
+	joinWidth, joinShared     = 9, 3
+	verifyWidth, verifyShared = 5, 5
+)
+
 var (
 	scriptJoin     = script(luaJoin)
 	scriptVerify   = script(luaVerify)
@@ -68,11 +78,12 @@ var (
 
 	// manyScripts are the many-call forms of the hot scripts that run per
 	// request on one event: the batcher sends a run of them as one call.
-	manyScripts = map[*redis.Script]*redis.Script{
-		scriptJoin.Script:   manyScript(luaJoin),
-		scriptVerify.Script: manyScript(luaVerify),
-		scriptLeave.Script:  manyScript(luaLeave),
-		scriptOrder.Script:  manyScript(luaOrder),
+	// join.lua and verify.lua take a whole run themselves.
+	manyScripts = map[*redis.Script]manyForm{
+		scriptJoin.Script:   {script: scriptJoin.Script, width: joinWidth, shared: joinShared},
+		scriptVerify.Script: {script: scriptVerify.Script, width: verifyWidth, shared: verifyShared},
+		scriptLeave.Script:  {script: manyScript(luaLeave)},
+		scriptOrder.Script:  {script: manyScript(luaOrder)},
 	}
 )
 
@@ -99,7 +110,9 @@ type Option func(*Engine)
 // WithClock sets the clock that stamps joins, expiries and records.
 func WithClock(now func() time.Time) Option { return func(e *Engine) { e.now = now } }
 
-// WithStreamMaxLen bounds each event's record stream.
+// WithStreamMaxLen bounds each event's record stream (approximately; 0 for
+// no bound), trimming records whether or not anyone has read them: for an
+// engine without an audit writer only.
 func WithStreamMaxLen(n int64) Option { return func(e *Engine) { e.maxLen = n } }
 
 // WithExpireLimit caps how many windows one Expire call ends.
@@ -162,7 +175,7 @@ func (e *Engine) run(ctx context.Context, s *luaScript, eventID string, args ...
 		err error
 	)
 	if e.batch != nil && hot(s) {
-		res, err = e.batch.do(ctx, s.Script, s.keysOf(eventID), argv)
+		res, err = e.batch.do(ctx, s, eventID, argv)
 	} else {
 		res, err = s.Run(ctx, e.rdb, s.keysOf(eventID), argv...).Slice()
 	}
@@ -231,11 +244,16 @@ func (a Actor) Owns(userID string) bool {
 	return a.UserID != "" && a.UserID == userID
 }
 
-func flag(b bool) string {
+// flagYes and flagNo are the scripts' "1" and "0", boxed once: a script
+// argument boxed per call is an allocation per call.
+var flagYes, flagNo any = "1", "0"
+
+// flag is b as a script argument.
+func flag(b bool) any {
 	if b {
-		return "1"
+		return flagYes
 	}
-	return "0"
+	return flagNo
 }
 
 // CreateEvent mirrors a new event into Redis; CodeEventExists if present.
@@ -469,21 +487,25 @@ func toInt(v any) int64 {
 	return 0
 }
 
-// fill sets the status-dependent fields of en from a script's
-// {status, detail, waiting, admitted at, admission no, lane, admitted, rate, batch, interval} tail.
-func fill(en *Entry, r []any) {
-	en.Status = Status(r[0].(string))
-	detail := toInt(r[1])
-	en.Waiting = toInt(r[2])
-	en.Lane = laneOf(r[5])
-	en.AdmittedTotal = toInt(r[6])
+// attempt is what join.lua and verify.lua answer of one attempt: status,
+// detail (place or expiry), waiting, admitted at, admission no, lane, and the
+// event's admitted total, rate (milli per s), batch and interval (ms).
+type attempt [10]any
+
+// fill sets the status-dependent fields of en from a.
+func fill(en *Entry, a attempt) {
+	en.Status = Status(a[0].(string))
+	detail := toInt(a[1])
+	en.Waiting = toInt(a[2])
+	en.Lane = laneOf(a[5])
+	en.AdmittedTotal = toInt(a[6])
 	switch en.Status {
 	case StatusWaiting:
 		en.Position = detail
-		en.ETA = eta(detail, toInt(r[7]), toInt(r[8]), toInt(r[9]))
+		en.ETA = eta(detail, toInt(a[7]), toInt(a[8]), toInt(a[9]))
 	case StatusActive:
-		en.AdmittedAt = time.UnixMilli(toInt(r[3])).UTC()
-		en.AdmissionNo = toInt(r[4])
+		en.AdmittedAt = time.UnixMilli(toInt(a[3])).UTC()
+		en.AdmissionNo = toInt(a[4])
 		en.ExpiresAt = time.UnixMilli(detail).UTC()
 	}
 }
@@ -511,6 +533,9 @@ func (e *Engine) Join(ctx context.Context, eventID, userID string) (Entry, bool,
 // JoinWith is Join with a priority code, a simulator priority request or a
 // device binding (see JoinOptions).
 func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOptions) (Entry, bool, error) {
+	if !ValidUserID(userID) {
+		return Entry{}, false, Errorf(CodeBadRequest, "a user id must be non-empty and on one line")
+	}
 	r, err := e.run(ctx, scriptJoin, eventID, userID, o.PriorityCode, flag(o.Priority), o.Device)
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("queue: join %s: %w", eventID, err)
@@ -519,7 +544,7 @@ func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOpt
 	case "NEW", "EXISTS":
 		en := Entry{UserID: userID, Seq: toInt(r[2])}
 		en.Token = e.tokens.Mint(eventID, en.Seq, userID)
-		fill(&en, append([]any{r[1], r[3]}, r[4:]...))
+		fill(&en, attempt{r[1], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11]})
 		return en, code == "NEW", nil
 	case string(CodeEventNotOpen):
 		return Entry{}, false, Errorf(CodeEventNotOpen, "event %q is not open yet", eventID)
@@ -578,11 +603,11 @@ func (e *Engine) Status(ctx context.Context, eventID, token string) (Entry, erro
 	if err != nil {
 		return Entry{}, fmt.Errorf("queue: status %s: %w", eventID, err)
 	}
-	if len(r) == 1 {
-		return Entry{}, e.lookupErr(ctx, r[0].(string), eventID)
+	if code := r[0].(string); code == string(CodeEventNotFound) || code == string(CodeTokenNotFound) {
+		return Entry{}, e.lookupErr(ctx, code, eventID)
 	}
 	en := Entry{Token: token, UserID: user, Seq: seq}
-	fill(&en, r)
+	fill(&en, attempt{r[0], r[1], r[5], r[2], r[3], r[4], r[6], r[7], r[8], r[9]})
 	return en, nil
 }
 

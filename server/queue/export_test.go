@@ -10,3 +10,9 @@ import (
 func (e *Engine) TickStep(ctx context.Context, eventID, replica string, lease time.Duration) (TickResult, int, error) {
 	return e.tickStep(ctx, eventID, replica, lease)
 }
+
+// MintToken signs the queue token of attempt (user, seq) of eventID, as a
+// join that made it would have.
+func MintToken(e *Engine, eventID string, seq int64, user string) string {
+	return e.tokens.Mint(eventID, seq, user)
+}

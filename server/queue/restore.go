@@ -99,6 +99,7 @@ func (e *Engine) RestoreLeased(ctx context.Context, l *RestoreLease, snap Snapsh
 		counts[a.Status]++
 		admitted = max(admitted, a.AdmissionNo)
 	}
+	supersede(snap.Attempts, letters, counts)
 	if err := l.Renew(ctx); err != nil {
 		return err
 	}
@@ -224,6 +225,32 @@ func laneArg(l Lane) string {
 		return "p"
 	}
 	return ""
+}
+
+// supersede keeps one live attempt per user: SQL may hold two of a user's
+// waiting or active (when the record of the earlier one's end was lost),
+// and the later is what the user holds. The earlier ends LEFT: its letter
+// becomes "LW" or "LA" (it was waiting or active), which restore.lua marks
+// LEFT with a left record, so SQL learns of it too; counts follow.
+func supersede(attempts []RestoredAttempt, letters []string, counts map[Status]int64) {
+	live := map[string]int{} // user -> index of their latest live attempt
+	for i, a := range attempts {
+		if letters[i] != "W" && letters[i] != "A" {
+			continue
+		}
+		j, ok := live[a.UserID]
+		if !ok {
+			live[a.UserID] = i
+			continue
+		}
+		earlier := i
+		if attempts[j].Seq < a.Seq {
+			earlier, live[a.UserID] = j, i
+		}
+		counts[attempts[earlier].Status]--
+		counts[StatusLeft]++
+		letters[earlier] = "L" + letters[earlier]
+	}
 }
 
 func restoreLetter(s Status) (string, error) {

@@ -273,3 +273,53 @@ func TestRestoreLock(t *testing.T) {
 		t.Fatalf("lock left behind after the restore")
 	}
 }
+
+// TestRestoreSupersedesEarlierLiveAttempts: a snapshot holding two live
+// attempts of one user (SQL missed the end of the earlier) restores the
+// later; the earlier ends LEFT in Redis with a left record, so the audit
+// trail tells SQL the same.
+func TestRestoreSupersedesEarlierLiveAttempts(t *testing.T) {
+	ctx := t.Context()
+	eng, clk, _ := MustEngine(t)
+	ev := queue.Event{ID: "merged", Name: "merged", Seats: 10, Capacity: 10, AdmitBatch: 1, AdmitIntervalMS: 100,
+		ActiveTTLS: 60, Policy: queue.PolicyBatch, Paused: true, CreatedAt: eng.Now()}
+	at := clk.Now()
+	snap := queue.Snapshot{Event: ev, Attempts: []queue.RestoredAttempt{
+		{UserID: "u_a", Seq: 1, Status: queue.StatusWaiting},
+		{UserID: "u_b", Seq: 2, Status: queue.StatusActive, AdmissionNo: 1, AdmittedAt: at, ExpiresAt: at.Add(time.Minute)},
+		{UserID: "u_c", Seq: 3, Status: queue.StatusWaiting},
+		{UserID: "u_a", Seq: 4, Status: queue.StatusWaiting},
+		{UserID: "u_b", Seq: 5, Status: queue.StatusWaiting, Lane: queue.LanePriority},
+	}}
+	if err := eng.Restore(ctx, snap, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		user string
+		seq  int64
+		want queue.Status
+	}{
+		{"earlier waiting", "u_a", 1, queue.StatusLeft},
+		{"earlier active", "u_b", 2, queue.StatusLeft},
+		{"alone", "u_c", 3, queue.StatusWaiting},
+		{"later waiting", "u_a", 4, queue.StatusWaiting},
+		{"later priority", "u_b", 5, queue.StatusWaiting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if st := MustStatus(t, eng, ev.ID, queue.MintToken(eng, ev.ID, tc.seq, tc.user)); st.Status != tc.want {
+				t.Errorf("%s seq %d: %s, want %s", tc.user, tc.seq, st.Status, tc.want)
+			}
+		})
+	}
+	var left []string
+	for _, r := range MustRecords(t, eng, ev.ID) {
+		left = append(left, fmt.Sprintf("%s %d %s waiting=%v", r.Kind, r.Seq, r.UserID, r.WasWaiting))
+	}
+	if want := []string{"left 1 u_a waiting=true", "left 2 u_b waiting=false"}; !slices.Equal(left, want) {
+		t.Errorf("records %q, want %q", left, want)
+	}
+	if en := MustJoin(t, eng, ev.ID, "u_a"); en.Seq != 4 {
+		t.Errorf("u_a joins again: seq %d, want the attempt it holds, 4", en.Seq)
+	}
+}

@@ -46,6 +46,9 @@ func appendRecords(recs []Record, eventID string, m redis.XMessage) []Record {
 	}
 	r := Record{ID: m.ID, Kind: RecordKind(str("k")), EventID: eventID, At: ms(str("t")), ExpiresAt: ms(str("x"))}
 	n := batchSize(m)
+	if u, ok := m.Values["u"].(string); ok && n > 0 {
+		return appendRun(recs, r, n, num(str("q")), u, str("l"), str("c"))
+	}
 	if n == 0 {
 		r.Seq, r.UserID, r.AdmissionNo = num(str("q")), str("u"), num(str("n"))
 		r.Seat, r.OrderID, r.WasWaiting = str("seat"), str("o"), str("w") == "1"
@@ -60,6 +63,30 @@ func appendRecords(recs []Record, eventID string, m redis.XMessage) []Record {
 		r.Part, r.Seq, r.Lane, r.UserID = i, num(seq), laneOf(lane), user
 		if first > 0 {
 			r.AdmissionNo = first + int64(i-1)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// appendRun appends the n records of a joined run entry (lua/join.lua),
+// each r with its own part, seq (from q on), user (a line of users), lane
+// (a letter of lanes, when any is priority) and code (codes: "i code ...").
+func appendRun(recs []Record, r Record, n int, q int64, users, lanes, codes string) []Record {
+	var code map[int]string
+	if codes != "" {
+		f := strings.Fields(codes)
+		code = make(map[int]string, len(f)/2)
+		for i := 0; i+1 < len(f); i += 2 {
+			k, _ := strconv.Atoi(f[i])
+			code[k] = f[i+1]
+		}
+	}
+	for i := 1; i <= n; i++ {
+		r.Part, r.Seq, r.Lane, r.PriorityCode = i, q+int64(i-1), LaneNormal, code[i]
+		r.UserID, users, _ = strings.Cut(users, "\n")
+		if i <= len(lanes) && lanes[i-1] == 'p' {
+			r.Lane = LanePriority
 		}
 		recs = append(recs, r)
 	}
@@ -267,6 +294,29 @@ func splitID(id string) (uint64, uint64) {
 	m, _ := strconv.ParseUint(ms, 10, 64)
 	s, _ := strconv.ParseUint(seq, 10, 64)
 	return m, s
+}
+
+// Backlog counts the entries of eventID's stream that group has not yet
+// acknowledged: those never delivered and those delivered but pending. A
+// batch entry holds many records. With no such group, every entry counts.
+func (e *Engine) Backlog(ctx context.Context, eventID, group string) (int64, error) {
+	stream := key(eventID, keyStream)
+	groups, err := e.rdb.XInfoGroups(ctx, stream).Result()
+	if err != nil && !strings.Contains(err.Error(), "no such key") {
+		return 0, fmt.Errorf("queue: backlog %s: %w", eventID, storeErr(ctx, err))
+	}
+	for _, g := range groups {
+		if g.Name == group && g.Lag >= 0 {
+			return g.Lag + g.Pending, nil
+		}
+	}
+	// No group yet, or a lag Redis cannot tell (after a deletion in the
+	// middle): the whole stream is the bound.
+	n, err := e.rdb.XLen(ctx, stream).Result()
+	if err != nil {
+		return 0, fmt.Errorf("queue: backlog %s: %w", eventID, storeErr(ctx, err))
+	}
+	return n, nil
 }
 
 // Trim drops records of eventID that group has acknowledged and that are older

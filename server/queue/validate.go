@@ -2,6 +2,7 @@ package queue
 
 import (
 	"regexp"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -30,6 +31,11 @@ var botIDPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // ValidBotID reports whether a simulator bot id is 1–64 of [A-Za-z0-9_.-].
 func ValidBotID(s string) bool { return botIDPattern.MatchString(s) }
+
+// ValidUserID reports whether id may join: not empty, and no line break,
+// which ends a user id in a joined run entry's list (lua/join.lua). Every
+// id the server issues, and every VIRTUAL id, passes.
+func ValidUserID(id string) bool { return id != "" && strings.IndexByte(id, '\n') < 0 }
 
 func inRange(field string, v, lo, hi int) error {
 	if v < lo || v > hi {

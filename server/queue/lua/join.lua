@@ -1,117 +1,233 @@
--- join.lua: put a user in line, or return the attempt they already hold.
+-- join.lua: put users in line, or return the attempts they already hold. One
+-- call takes a whole batch of joins on one event (queue.batcher concatenates
+-- them) and answers each exactly as if it had run alone, in order.
 -- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
--- ARGV[3] user id, ARGV[4] priority code to redeem or "", ARGV[5] "1" to put
--- the user in the priority lane without a grant (the simulator's VIRTUAL bots),
--- ARGV[6] device id or "" when device binding is off
--- Returns {result, status, seq, detail, waiting, admitted at, admission no, lane,
---          admitted, rate, batch, interval}:
---   result NEW | EXISTS, or an error code alone; an error changes nothing but
---   ending the user's run-out active window, which any call may do
---   (UNAVAILABLE when the seqs SQL has reserved are used up, see put_event.lua);
---   detail is the 1-based place while WAITING, the expiry in ms when ACTIVE;
---   lane is "p" for the priority lane, "" for the normal one.
--- A live attempt is returned as it is, whatever code the call carries.
-local user, code, force, dev = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+-- ARGV[3..] four per join: user id, priority code to redeem or "", "1" to put
+-- the user in the priority lane without a grant (the simulator's VIRTUAL
+-- bots), device id or "" when device binding is off.
+-- Returns nine values per join, in order, then three for them all:
+--   {result, status, seq, detail, waiting, admitted at, admission no, lane,
+--    admitted}..., rate, batch, interval
+--   result NEW | EXISTS, or an error code followed by eight zeros; an error
+--   changes nothing but ending the user's run-out active window, which any
+--   join may do (UNAVAILABLE when the seqs SQL has reserved are used up, see
+--   put_event.lua); detail is the 1-based place while WAITING, the expiry in
+--   ms when ACTIVE; lane is "p" for the priority lane, "" for the normal one.
+-- A live attempt is returned as it is, whatever code the join carries.
+--
+-- What makes a batch cheap: the config, the counters, the seq and both lane
+-- sizes are read once; every user's lane scores and active attempt in three
+-- variadic reads; one INCRBY for the batch's seqs, one ZADD per lane, one
+-- HINCRBY per counter, one stream entry for the joined records (a run entry,
+-- below) and one for the direct admissions (a batch entry, see lib.lua). The
+-- joined records' seqs run on, one each, so their entry needs no seq and no
+-- string built per record: fields k (joined), t, q (the first seq), b (how
+-- many records), u (the user ids, one a line: no user id holds a line
+-- break, see queue.ValidUserID), l (a letter per record, p or -, when any is
+-- in the priority lane), c ("i code ..." for the i-th records that redeemed
+-- a priority code); queue.parseRecords expands it. The batch's own changes are kept in
+-- locals until the end, so a user seen twice in a batch, or a device held by
+-- someone the batch has seen, is looked up again after writing them out.
+local n = (#ARGV - 2) / 4
+local out, o = {}, 0
+-- refuse answers the next join with an error code.
+local function refuse(code)
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = code, 0, 0, 0, 0
+  out[o + 6], out[o + 7], out[o + 8], out[o + 9] = 0, 0, 0, 0
+  o = o + 9
+end
 local cfg = redis.call('HMGET', K_CFG, 'capacity', 'policy', 'paused', 'opens', 'closes', 'ttl', 'batch', 'pshare',
   'interval', 'seq_cap', 'adm_cap')
 if not cfg[1] then
-  return {'EVENT_NOT_FOUND'}
-end
-
-local wl, pos, ws = waiting_place(user, nil)
-if wl then
-  local out = {'EXISTS', 'WAITING', ws, pos, waiting_total(), 0, 0, wl}
-  for _, v in ipairs({progress(cfg[7], cfg[9])}) do out[#out + 1] = v end
+  for _ = 1, n do refuse('EVENT_NOT_FOUND') end
+  out[o + 1], out[o + 2], out[o + 3] = 0, 0, 0
   return out
 end
-local as, at, no, al = active_attempt(user)
-if as then
-  local exp = tonumber(redis.call('ZSCORE', K_A, user)) or 0
-  if exp > NOW then
-    local out = {'EXISTS', 'ACTIVE', as, exp, waiting_total(), at, no, al}
-    for _, v in ipairs({progress(cfg[7], cfg[9])}) do out[#out + 1] = v end
-    return out
-  end
-  retire(user, 'E', 'expired')
-end
-
--- 403 outranks 409 (API.md): a bad code is refused before the window is checked.
--- Unknown and redeemed codes answer alike, so answers cannot find out which exist.
-if code ~= '' and redis.call('HGET', K_PG, 'c:' .. code) ~= '' then
-  return {'FORBIDDEN'}
-end
-
+local capacity, direct = tonumber(cfg[1]), cfg[3] ~= '1' and cfg[2] == 'capacity'
 local opens, closes = tonumber(cfg[4]) or 0, tonumber(cfg[5]) or 0
-if opens > 0 and NOW < opens then
-  return {'EVENT_NOT_OPEN'}
+local ttl, batch, ppm, interval = tonumber(cfg[6]), tonumber(cfg[7]) or 0, tonumber(cfg[8]) or 0, tonumber(cfg[9]) or 0
+local seq_cap, adm_cap = tonumber(cfg[10]), tonumber(cfg[11])
+
+local users = {}
+for i = 1, n do users[i] = ARGV[4 * i - 1] end
+local nw, np = redis.call('ZCARD', K_W), redis.call('ZCARD', K_P)
+local wsc = redis.call('ZMSCORE', K_W, unpack(users))
+local psc = {}
+if np > 0 then psc = redis.call('ZMSCORE', K_P, unpack(users)) end
+local asv = redis.call('HMGET', K_AS, unpack(users))
+local prog = redis.call('HMGET', K_N, 'admitted', 'rate')
+local admitted, rate = tonumber(prog[1]) or 0, tonumber(prog[2]) or 0
+local seq0 = tonumber(redis.call('GET', K_SEQ) or '0')
+local seq = seq0
+local grants = redis.call('EXISTS', K_PG) == 1
+local live -- active windows running, counted when first needed
+
+-- The batch's writes held back: waiting adds per lane (score, member, ...),
+-- and the users it has handled.
+local addw, addp, nadd, seen = {}, {}, 0, {}
+local function flush()
+  if nadd == 0 then return end
+  if #addw > 0 then redis.call('ZADD', K_W, unpack(addw)) end
+  if #addp > 0 then redis.call('ZADD', K_P, unpack(addp)) end
+  addw, addp, nadd = {}, {}, 0
 end
-if closes > 0 and NOW >= closes then
-  return {'EVENT_CLOSED'}
+-- The run entry's records: user ids, lane letters (made at the first
+-- priority one), codes.
+local ju, jl, jc, jn = {}, nil, nil, 0
+local admissions -- the batch entry of direct admissions, made at the first
+
+local function answer(result, status, s, detail, waiting, at, no, lane)
+  out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = result, status, s, detail, waiting
+  out[o + 6], out[o + 7], out[o + 8], out[o + 9] = at, no, lane, admitted
+  o = o + 9
 end
 
--- One live attempt per device: the holder's binding counts only while its
--- attempt lives (an attempt that ended without clean-up frees it here).
-if dev ~= '' then
+-- lookup returns what user holds: 'W', lane, place, seq while waiting; 'A',
+-- seq, at, no, lane while an attempt is admitted; nil otherwise. The i-th
+-- user's first turn reads the batch's prefetched values.
+local function lookup(i, user)
+  local ws, ps, av
+  if seen[user] then
+    flush()
+    ws = redis.call('ZSCORE', K_W, user)
+    if not ws then ws, ps = nil, redis.call('ZSCORE', K_P, user) end
+    av = redis.call('HGET', K_AS, user)
+  else
+    ws, ps, av = wsc[i], psc[i], asv[i]
+  end
+  if ws then
+    return 'W', '', place(redis.call('ZRANK', K_W, user) + 1, '', nw, np, batch, ppm), tonumber(ws)
+  end
+  if ps then
+    return 'W', 'p', place(redis.call('ZRANK', K_P, user) + 1, 'p', nw, np, batch, ppm), tonumber(ps)
+  end
+  if av then
+    return 'A', parse_attempt(av)
+  end
+  return nil
+end
+
+-- device_busy binds dev to user unless another user's live attempt holds it.
+local function device_busy(user, dev)
   local holder = redis.call('HGET', K_DV, 'd:' .. dev)
   if holder and holder ~= user then
+    if seen[holder] then flush() end
     local hs = redis.call('ZSCORE', K_W, holder) or redis.call('ZSCORE', K_P, holder)
     if not hs and redis.call('HEXISTS', K_AS, holder) == 1 then
       hs = (tonumber(redis.call('ZSCORE', K_A, holder)) or 0) > NOW
     end
     if hs then
-      return {'DEVICE_BUSY'}
+      return true
     end
   end
   unbind(user)
   redis.call('HSET', K_DV, 'd:' .. dev, user, 'u:' .. user, dev)
+  return false
 end
 
--- No seq past what SQL has reserved: after a Redis loss the counter resumes
--- at the reservation, so no number handed out here is ever handed out again.
-if cfg[10] and tonumber(redis.call('GET', K_SEQ) or '0') >= tonumber(cfg[10]) then
-  return {'UNAVAILABLE'}
-end
-
-local lane = ''
-if force == '1' or redis.call('HEXISTS', K_PG, 'u:' .. user) == 1 then
-  lane = 'p'
-end
-local seq = redis.call('INCR', K_SEQ)
-redis.call('HINCRBY', K_N, 'joined', 1)
-if code ~= '' then
-  lane = 'p'
-  redis.call('HSET', K_PG, 'c:' .. code, user)
-  emit_lane('joined', seq, user, lane, 'c', code)
-else
-  emit_lane('joined', seq, user, lane)
-end
-local nw, np = redis.call('ZCARD', K_W), redis.call('ZCARD', K_P)
-local waiting = nw + np
-local out
--- Only the capacity policy admits on join: batch promotes on ticks alone, and
--- adaptive must not let anyone in past a downstream it may have found down.
-if waiting == 0 and cfg[3] ~= '1' and cfg[2] == 'capacity' then
-  local live = redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
-  if live < tonumber(cfg[1]) and
-      (not cfg[11] or (tonumber(redis.call('HGET', K_N, 'admitted')) or 0) < tonumber(cfg[11])) then
-    local exp, no = admit(user, seq, tonumber(cfg[6]), lane)
-    out = {'NEW', 'ACTIVE', seq, exp, 0, NOW, no, lane}
+for i = 1, n do
+  local user, code, force, dev = users[i], ARGV[4 * i], ARGV[4 * i + 1], ARGV[4 * i + 2]
+  local done = false
+  local held, a, b, c, d = lookup(i, user)
+  seen[user] = true
+  if held == 'W' then
+    answer('EXISTS', 'WAITING', c, b, nw + np, 0, 0, a)
+    done = true
+  elseif held == 'A' then
+    local exp = tonumber(redis.call('ZSCORE', K_A, user)) or 0
+    if exp > NOW then
+      answer('EXISTS', 'ACTIVE', a, exp, nw + np, b, c, d)
+      done = true
+    else
+      retire(user, 'E', 'expired')
+    end
   end
-end
-if not out then
-  local r
-  if lane == 'p' then
-    redis.call('ZADD', K_P, seq, user)
-    np = np + 1
-    r = np
+  -- 403 outranks 409 (API.md): a bad code is refused before the window is
+  -- checked. Unknown and redeemed codes answer alike, so answers cannot find
+  -- out which exist.
+  if done then
+  elseif code ~= '' and redis.call('HGET', K_PG, 'c:' .. code) ~= '' then
+    refuse('FORBIDDEN')
+  elseif opens > 0 and NOW < opens then
+    refuse('EVENT_NOT_OPEN')
+  elseif closes > 0 and NOW >= closes then
+    refuse('EVENT_CLOSED')
+  -- One live attempt per device: the holder's binding counts only while its
+  -- attempt lives (an attempt that ended without clean-up frees it here).
+  elseif dev ~= '' and device_busy(user, dev) then
+    refuse('DEVICE_BUSY')
+  -- No seq past what SQL has reserved: after a Redis loss the counter resumes
+  -- at the reservation, so no number handed out here is ever handed out again.
+  elseif seq_cap and seq >= seq_cap then
+    refuse('UNAVAILABLE')
   else
-    redis.call('ZADD', K_W, seq, user)
-    nw = nw + 1
-    r = nw
+    local lane = ''
+    if force == '1' or code ~= '' or (grants and redis.call('HEXISTS', K_PG, 'u:' .. user) == 1) then
+      lane = 'p'
+    end
+    seq, jn = seq + 1, jn + 1
+    ju[jn] = user
+    if lane == 'p' and not jl then
+      jl = {}
+      for k = 1, jn - 1 do jl[k] = '-' end
+    end
+    if jl then jl[jn] = lane == 'p' and 'p' or '-' end
+    if code ~= '' then
+      redis.call('HSET', K_PG, 'c:' .. code, user)
+      jc = jc or {}
+      jc[#jc + 1], jc[#jc + 2] = jn, code
+    end
+    -- Only the capacity policy admits on join: batch promotes on ticks
+    -- alone, and adaptive must not let anyone in past a downstream it may
+    -- have found down.
+    local admit = false
+    if direct and nw + np == 0 then
+      live = live or redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
+      admit = live < capacity and (not adm_cap or admitted < adm_cap)
+    end
+    if admit then
+      local exp = NOW + ttl * 1000
+      admitted, live = admitted + 1, live + 1
+      local v = seq .. '|' .. NOW .. '|' .. admitted
+      if lane == 'p' then v = v .. '|p' end
+      redis.call('ZADD', K_A, exp, user)
+      redis.call('HSET', K_AS, user, v)
+      admissions = admissions or new_batch('admitted', 'x', exp, 'n', admitted)
+      batch_add(admissions, seq, lane, user)
+      answer('NEW', 'ACTIVE', seq, exp, 0, NOW, admitted, lane)
+    else
+      local p
+      nadd = nadd + 1
+      if lane == 'p' then
+        np = np + 1
+        p = place(np, lane, nw, np, batch, ppm)
+        addp[#addp + 1], addp[#addp + 2] = seq, user
+      else
+        nw = nw + 1
+        -- With nobody in the priority lane a normal place is the rank.
+        p = np > 0 and place(nw, lane, nw, np, batch, ppm) or nw
+        addw[#addw + 1], addw[#addw + 2] = seq, user
+      end
+      answer('NEW', 'WAITING', seq, p, nw + np, 0, 0, lane)
+    end
   end
-  local p = place(r, lane, nw, np, tonumber(cfg[7]) or 0, tonumber(cfg[8]) or 0)
-  out = {'NEW', 'WAITING', seq, p, waiting + 1, 0, 0, lane}
 end
-for _, v in ipairs({progress(cfg[7], cfg[9])}) do out[#out + 1] = v end
+
+flush()
+if seq > seq0 then
+  redis.call('INCRBY', K_SEQ, seq - seq0)
+  redis.call('HINCRBY', K_N, 'joined', seq - seq0)
+end
+if jn > 0 then
+  local f = {'k', 'joined', 't', NOW, 'q', seq0 + 1, 'b', jn, 'u', table.concat(ju, '\n')}
+  if jl then f[#f + 1], f[#f + 2] = 'l', table.concat(jl) end
+  if jc then f[#f + 1], f[#f + 2] = 'c', table.concat(jc, ' ') end
+  xadd(unpack(f))
+end
+if admissions then
+  redis.call('HINCRBY', K_N, 'admitted', admissions.n)
+  batch_emit(admissions)
+end
+out[o + 1], out[o + 2], out[o + 3] = rate, batch, interval
 return out

@@ -24,7 +24,8 @@
 --   hd     HASH   seat holds of the order steps (server/steps): seat id ->
 --                 "user id|seq"; a hold binds only while that attempt is active
 -- Every script gets the same leading ARGV:
---   ARGV[1] now in ms (the server's clock), ARGV[2] stream MAXLEN (approximate)
+--   ARGV[1] now in ms (the server's clock), ARGV[2] stream MAXLEN (approximate;
+--   0, the default, trims nothing: see xadd)
 -- Script-specific ARGV start at ARGV[3].
 --
 -- The waiting ZSETs are the per-user index: a user id is a member of at most
@@ -32,10 +33,21 @@
 local NOW = tonumber(ARGV[1])
 local MAXLEN = ARGV[2]
 
+-- xadd appends one entry of the field-value pairs given to the event
+-- stream and returns its id. The stream is the audit trail's buffer: only
+-- the audit writer trims it, never past what it has written to SQL
+-- (queue.Engine.Trim). An engine without an audit writer may cap it with
+-- a MAXLEN (queue.WithStreamMaxLen), at the cost of records nobody read.
+local function xadd(...)
+  if MAXLEN == '0' then
+    return redis.call('XADD', K_S, '*', ...)
+  end
+  return redis.call('XADD', K_S, 'MAXLEN', '~', MAXLEN, '*', ...)
+end
+
 -- emit appends one record to the event stream and returns its id.
 local function emit(kind, seq, user, ...)
-  return redis.call('XADD', K_S, 'MAXLEN', '~', MAXLEN, '*',
-    'k', kind, 'q', seq, 'u', user, 't', NOW, ...)
+  return xadd('k', kind, 'q', seq, 'u', user, 't', NOW, ...)
 end
 
 -- emit_lane is emit for an attempt in lane ('p' or ''): a priority-lane
@@ -47,11 +59,10 @@ local function emit_lane(kind, seq, user, lane, ...)
   return emit(kind, seq, user, ...)
 end
 
--- active_attempt returns the seq, admission time (ms), admission number and
--- lane ('p' or '') of user's active attempt, or nil.
-local function active_attempt(user)
-  local v = redis.call('HGET', K_AS, user)
-  if not v then return nil, 0, 0, '' end
+-- parse_attempt reads an active attempt's "seq|admitted at|admission
+-- number[|p]" (the as hash) into seq, admission time (ms), admission number
+-- and lane ('p' or '').
+local function parse_attempt(v)
   local a = string.find(v, '|', 1, true)
   local b = string.find(v, '|', a + 1, true)
   local c = string.find(v, '|', b + 1, true)
@@ -63,6 +74,14 @@ local function active_attempt(user)
   end
   return tonumber(string.sub(v, 1, a - 1)), tonumber(string.sub(v, a + 1, b - 1)),
     tonumber(string.sub(v, b + 1, c - 1)), lane
+end
+
+-- active_attempt returns the seq, admission time (ms), admission number and
+-- lane ('p' or '') of user's active attempt, or nil.
+local function active_attempt(user)
+  local v = redis.call('HGET', K_AS, user)
+  if not v then return nil, 0, 0, '' end
+  return parse_attempt(v)
 end
 
 -- A batch entry is one stream entry holding one record per attempt, for a
@@ -92,7 +111,7 @@ local function batch_emit(e)
   local f = e.f
   f[#f + 1] = 'b'
   f[#f + 1] = e.n
-  redis.call('XADD', K_S, 'MAXLEN', '~', MAXLEN, '*', unpack(f))
+  xadd(unpack(f))
 end
 
 -- unbind frees the device user held, if any.
@@ -186,19 +205,8 @@ local function waiting_place(user, seq)
   return lane, place(r, lane, redis.call('ZCARD', K_W), redis.call('ZCARD', K_P), batch, ppm), tonumber(ws)
 end
 
--- waiting_total counts everyone waiting in the event, both lanes.
-local function waiting_total()
-  return redis.call('ZCARD', K_W) + redis.call('ZCARD', K_P)
-end
-
--- state returns the status of attempt (user, seq), a detail, for an active
--- attempt its admission time and number, and the attempt's lane ('p' or ''):
--- WAITING -> 1-based place, ACTIVE/EXPIRED -> expiry ms; nil when unknown.
-local function state(user, seq)
-  local wl, pos = waiting_place(user, seq)
-  if wl then
-    return 'WAITING', pos, 0, 0, wl
-  end
+-- settled returns what state does for an attempt that is not waiting.
+local function settled(user, seq)
   local as, at, no, lane = active_attempt(user)
   if as == seq then
     local exp = tonumber(redis.call('ZSCORE', K_A, user)) or 0
@@ -212,6 +220,17 @@ local function state(user, seq)
   if f == 'D' then return 'DONE', 0, 0, 0, '' end
   if f == 'L' then return 'LEFT', 0, 0, 0, '' end
   return nil, 0, 0, 0, ''
+end
+
+-- state returns the status of attempt (user, seq), a detail, for an active
+-- attempt its admission time and number, and the attempt's lane ('p' or ''):
+-- WAITING -> 1-based place, ACTIVE/EXPIRED -> expiry ms; nil when unknown.
+local function state(user, seq)
+  local wl, pos = waiting_place(user, seq)
+  if wl then
+    return 'WAITING', pos, 0, 0, wl
+  end
+  return settled(user, seq)
 end
 
 -- owned returns the state of the attempt of user and seq, nil and its lane
@@ -245,31 +264,4 @@ local function hold_lease(replica, ms)
   return true
 end
 
--- progress returns what callers need to estimate a wait:
--- admitted so far, promotion rate (milli per second), admit batch, interval ms.
--- A caller that has read the config's batch and interval fields already
--- passes them (as HMGET returned them) to save reading them again.
-local function progress(batch, interval)
-  local n = redis.call('HMGET', K_N, 'admitted', 'rate')
-  if batch == nil then
-    local c = redis.call('HMGET', K_CFG, 'batch', 'interval')
-    batch, interval = c[1], c[2]
-  end
-  return tonumber(n[1]) or 0, tonumber(n[2]) or 0, tonumber(batch) or 0, tonumber(interval) or 0
-end
 
--- admit makes user active for ttl seconds, numbers the admission (the
--- event's admitted count) and announces it; returns the expiry and the number.
--- lane is 'p' for a priority-lane attempt, '' or nil otherwise.
-local function admit(user, seq, ttl, lane)
-  local exp = NOW + ttl * 1000
-  local no = redis.call('HINCRBY', K_N, 'admitted', 1)
-  local v = seq .. '|' .. NOW .. '|' .. no
-  if lane == 'p' then
-    v = v .. '|p'
-  end
-  redis.call('ZADD', K_A, exp, user)
-  redis.call('HSET', K_AS, user, v)
-  emit_lane('admitted', seq, user, lane, 'x', exp, 'n', no)
-  return exp, no
-end

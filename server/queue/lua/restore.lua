@@ -12,7 +12,10 @@
 --           Priority grants (put back by the caller) and device bindings are kept.
 --   entries ARGV[4..] groups of 7: letter, seq, user, expiry ms, admitted at ms, admission no,
 --           lane ('p' for the priority lane, '' for the normal one).
---           letter W waits in its lane (score seq), A is active until expiry, E/D/L finished.
+--           letter W waits in its lane (score seq), A is active until expiry, E/D/L finished;
+--           LW and LA (a waiting or active attempt the same user's later one
+--           supersedes, see queue.supersede) end LEFT here, with a left
+--           record, so that SQL, which holds them live, learns it too.
 --   seats   ARGV[4..] pairs: seat id, "user|seq|order id".
 --   counters ARGV[4..] field, value pairs for the counters hash.
 -- Returns {'OK'}, or {'EVENT_EXISTS'} from begin with nothing changed.
@@ -40,6 +43,13 @@ elseif step == 'entries' then
       end
       redis.call('ZADD', K_A, ARGV[i + 3], user)
       redis.call('HSET', K_AS, user, v)
+    elseif letter == 'LW' or letter == 'LA' then
+      redis.call('HSET', K_F, seq, 'L')
+      if letter == 'LW' then
+        emit_lane('left', seq, user, lane, 'w', 1)
+      else
+        emit_lane('left', seq, user, lane)
+      end
     else
       redis.call('HSET', K_F, seq, letter)
     end

@@ -1,0 +1,178 @@
+package queue
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rushline/rushline/server/redisproc/redistest"
+)
+
+//go:embed testdata/join_one.lua
+var luaJoinOne string
+
+// joinArgs is one join's ARGV past NOW and MAXLEN.
+type joinArgs struct{ user, code, force, dev string }
+
+// TestJoinBatchMatchesOneByOne holds join.lua's batches to the one-join
+// script they replaced (testdata/join_one.lua): two identical events, one
+// given a random run of joins as one batch, the other the same joins one
+// call each, must answer every join alike and end with the same line,
+// active set, counters, grants, device bindings and records. The runs mix
+// repeated users, shared devices, priority codes good and bad, forced
+// priority, direct admissions up to the capacity, expired windows, the
+// reserved seq and admission caps, every policy and paused events.
+func TestJoinBatchMatchesOneByOne(t *testing.T) {
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	ctx := context.Background()
+	one := script(luaJoinOne)
+	eng := New(rdb, []byte("test-token-key"), WithBatching(Batching{}))
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).UnixMilli()
+	policies := []Policy{PolicyCapacity, PolicyCapacity, PolicyBatch, PolicyAdaptive}
+	pool := []string{"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7", "pre0", "pre1", "pre2", "g1", "VIRTUAL:b"}
+	for trial := range 60 {
+		rng := rand.New(rand.NewPCG(uint64(trial), 15))
+		ev := Event{Seats: 10, Capacity: 1 + rng.IntN(4), AdmitBatch: 1 + rng.IntN(4), AdmitIntervalMS: 100,
+			ActiveTTLS: 60, Policy: policies[rng.IntN(len(policies))], MaxTPS: 10, PriorityShare: 0.3,
+			Paused: rng.IntN(5) == 0}
+		inc := Incarnation{Mark: "m", SeqCap: int64(6 + rng.IntN(20)), AdmitCap: int64(1 + rng.IntN(6))}
+		pre := make([]joinArgs, rng.IntN(4))
+		for i := range pre {
+			pre[i] = joinArgs{user: fmt.Sprintf("pre%d", i), dev: []string{"", "d0"}[rng.IntN(2)]}
+		}
+		// Some trials come back after the pre-joined windows ran out.
+		now := t0 + int64(rng.IntN(2))*61_000
+		joins := make([]joinArgs, 1+rng.IntN(24))
+		for i := range joins {
+			j := joinArgs{user: pool[rng.IntN(len(pool))]}
+			switch rng.IntN(8) {
+			case 0:
+				j.code = []string{"C1", "C2", "BAD"}[rng.IntN(3)]
+			case 1:
+				j.force = "1"
+			}
+			if rng.IntN(3) == 0 {
+				j.dev = fmt.Sprintf("d%d", rng.IntN(3))
+			}
+			joins[i] = j
+		}
+		name := fmt.Sprintf("trial %d: %d joins, %s, cap %d/%d", trial, len(joins), ev.Policy, inc.SeqCap, inc.AdmitCap)
+		t.Run(name, func(t *testing.T) {
+			ids := [2]string{fmt.Sprintf("b%d", trial), fmt.Sprintf("s%d", trial)}
+			for _, id := range ids {
+				ev.ID, ev.Name = id, id
+				if err := eng.CreateMarked(ctx, ev, inc); err != nil {
+					t.Fatal(err)
+				}
+				if err := rdb.HSet(ctx, key(id, keyGrants), "c:C1", "", "c:C2", "", "u:g1", "1").Err(); err != nil {
+					t.Fatal(err)
+				}
+				for _, j := range pre {
+					mustJoinOne(t, rdb, one, id, t0, j)
+				}
+			}
+			args := []any{now, DefaultStreamMaxLen}
+			for _, j := range joins {
+				args = append(args, j.user, j.code, j.force, j.dev)
+			}
+			batch, err := scriptJoin.Run(ctx, rdb, scriptJoin.keysOf(ids[0]), args...).Slice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(batch) != joinWidth*len(joins)+joinShared {
+				t.Fatalf("%d reply values to %d joins", len(batch), len(joins))
+			}
+			for i, j := range joins {
+				want := fmt.Sprint(mustJoinOne(t, rdb, one, ids[1], now, j))
+				got := append(slices.Clone(batch[i*joinWidth:(i+1)*joinWidth]), batch[len(batch)-joinShared:]...)
+				if code := got[0].(string); code != "NEW" && code != "EXISTS" {
+					got = got[:1] // an error's padding is no answer
+				}
+				if fmt.Sprint(got) != want {
+					t.Errorf("join %d %+v: batch answered %v, one by one %v", i, j, got, want)
+				}
+			}
+			b, s := dumpEvent(t, rdb, ids[0]), dumpEvent(t, rdb, ids[1])
+			if b != s {
+				t.Errorf("state after the batch:\n%s\none by one:\n%s", b, s)
+			}
+			br, sr := mustRecordLines(t, eng, ids[0]), mustRecordLines(t, eng, ids[1])
+			if !slices.Equal(sorted(br), sorted(sr)) {
+				t.Errorf("records after the batch:\n%s\none by one:\n%s", strings.Join(br, "\n"), strings.Join(sr, "\n"))
+			}
+			// An attempt's records keep their order: joined before admitted.
+			joined := map[string]bool{}
+			for _, r := range br {
+				f := strings.Fields(r)
+				joined[f[1]] = joined[f[1]] || f[0] == string(RecordJoined)
+				if f[0] == string(RecordAdmitted) && !joined[f[1]] {
+					t.Errorf("admitted before joined: %s", r)
+				}
+			}
+		})
+	}
+}
+
+// mustJoinOne runs one join through the one-join script at now.
+func mustJoinOne(t *testing.T, rdb redis.UniversalClient, one *luaScript, id string, now int64, j joinArgs) []any {
+	t.Helper()
+	r, err := one.Run(context.Background(), rdb, one.keysOf(id), now, DefaultStreamMaxLen, j.user, j.code, j.force,
+		j.dev).Slice()
+	if err != nil {
+		t.Fatalf("join %+v: %v", j, err)
+	}
+	return r
+}
+
+// dumpEvent prints what Redis holds of event id but its config and stream.
+func dumpEvent(t *testing.T, rdb redis.UniversalClient, id string) string {
+	t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	seq, _ := rdb.Get(ctx, key(id, keySeq)).Result()
+	fmt.Fprintf(&b, "seq %s\n", seq)
+	for _, k := range []int{keyWaiting, keyPriority, keyActive} {
+		zs, err := rdb.ZRangeWithScores(ctx, key(id, k), 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %v\n", keyNames[k], zs)
+	}
+	for _, k := range []int{keyActiveSeq, keyFinished, keyCounters, keyGrants, keyDevices} {
+		h, err := rdb.HGetAll(ctx, key(id, k)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s %v\n", keyNames[k], h)
+	}
+	return b.String()
+}
+
+// mustRecordLines prints event id's records in stream order, one a line:
+// kind, seq, then the rest.
+func mustRecordLines(t *testing.T, eng *Engine, id string) []string {
+	t.Helper()
+	recs, err := eng.Records(context.Background(), id, "0", 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = fmt.Sprintf("%s %d user=%s lane=%s code=%s no=%d exp=%d at=%d", r.Kind, r.Seq, r.UserID, r.Lane,
+			r.PriorityCode, r.AdmissionNo, r.ExpiresAt.UnixMilli(), r.At.UnixMilli())
+	}
+	return out
+}
+
+func sorted(s []string) []string {
+	s = slices.Clone(s)
+	slices.Sort(s)
+	return s
+}
