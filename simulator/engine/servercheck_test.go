@@ -29,6 +29,7 @@ bots:
     wait: poll
     poll_interval: 100ms
     patience: {dist: constant, value: 1500ms}
+    think: 3s # the admitted one holds the only place while the others poll
 `
 
 // serverHistogram is one route's request-duration histogram from the
