@@ -121,6 +121,7 @@ func New(d Deps) *Server {
 	v1.GET("/events/:event/seats", s.seats)
 	v1.POST("/events/:event/orders", s.order)
 	v1.GET("/events/:event/stats/stream", s.statsStream)
+	v1.GET("/events/:event/draw", s.draw)
 	v1.GET("/time", s.serverTime)
 	pr := v1.Group("/practice", s.practiceReady)
 	pr.GET("/scenarios", s.practiceScenarios)

@@ -35,6 +35,8 @@ const eventsKey = "rl:events"
 var (
 	//go:embed lua/lib.lua
 	luaLib string
+	//go:embed lua/fair_lib.lua
+	luaFairLib string
 	//go:embed lua/join.lua
 	luaJoin string
 	//go:embed lua/verify.lua
@@ -241,6 +243,8 @@ func flag(b bool) string {
 // CreateEvent mirrors a new event into Redis; CodeEventExists if present.
 // It has no marker and unbounded counters: the catalog uses CreateMarked.
 func (e *Engine) CreateEvent(ctx context.Context, ev Event) error {
+	ev.normalizeFair()
+	ev.ensureSeed()
 	return e.putEvent(ctx, ev, "create", Incarnation{})
 }
 
@@ -278,7 +282,11 @@ func (e *Engine) putEvent(ctx context.Context, ev Event, mode string, inc Incarn
 		"json", js, "seats", ev.Seats, "capacity", ev.Capacity, "batch", ev.AdmitBatch,
 		"interval", ev.AdmitIntervalMS, "ttl", ev.ActiveTTLS, "policy", string(ev.Policy),
 		"max_tps", ev.MaxTPS, "paused", flag(ev.Paused), "pshare", SharePPM(ev.PriorityShare),
-		"opens", unixMilli(ev.OpensAt), "closes", unixMilli(ev.ClosesAt)}
+		"opens", unixMilli(ev.OpensAt), "closes", unixMilli(ev.ClosesAt),
+		"mode", ev.QueueMode.letter(), "preopens", unixMilli(ev.PrequeueOpensAt)}
+	if ev.DrawSeed != "" {
+		args = append(args, "seed", ev.DrawSeed)
+	}
 	if inc.Mark != "" {
 		args = append(args, "mark", inc.Mark)
 	}
@@ -318,7 +326,7 @@ type Held struct {
 	Present bool
 	Incarnation
 	// Seq and Admitted are the counters: the last seq and admission number
-	// handed out.
+	// handed out; Seq also counts the seqs the draw will hand the pre-queue.
 	Seq, Admitted int64
 }
 
@@ -326,12 +334,14 @@ type Held struct {
 func (e *Engine) Holds(ctx context.Context, ids []string) ([]Held, error) {
 	cfgs := make([]*redis.SliceCmd, len(ids))
 	seqs := make([]*redis.StringCmd, len(ids))
+	pqs := make([]*redis.IntCmd, len(ids))
 	adms := make([]*redis.StringCmd, len(ids))
 	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			k := Keys(id)
 			cfgs[i] = p.HMGet(ctx, k[keyCfg], "json", "mark", "seq_cap", "adm_cap")
 			seqs[i] = p.Get(ctx, k[keySeq])
+			pqs[i] = p.ZCard(ctx, k[keyPrequeue])
 			adms[i] = p.HGet(ctx, k[keyCounters], "admitted")
 		}
 		return nil
@@ -349,6 +359,7 @@ func (e *Engine) Holds(ctx context.Context, ids []string) ([]Held, error) {
 		h.Mark, _ = v[1].(string)
 		h.SeqCap, h.AdmitCap = toInt(v[2]), toInt(v[3])
 		h.Seq, _ = seqs[i].Int64()
+		h.Seq += pqs[i].Val() // the draw numbers each pre-queued user
 		h.Admitted, _ = adms[i].Int64()
 		out[i] = h
 	}
@@ -516,6 +527,8 @@ func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOpt
 		return Entry{}, false, fmt.Errorf("queue: join %s: %w", eventID, err)
 	}
 	switch code := r[0].(string); code {
+	case string(StatusPrequeued):
+		return Entry{UserID: userID, Status: StatusPrequeued, Waiting: toInt(r[2])}, r[1] == "1", nil
 	case "NEW", "EXISTS":
 		en := Entry{UserID: userID, Seq: toInt(r[2])}
 		en.Token = e.tokens.Mint(eventID, en.Seq, userID)
@@ -806,6 +819,11 @@ func (e *Engine) tickStep(ctx context.Context, eventID, replica string, lease ti
 			Room: int(toInt(r[4])), Load: load}, int(toInt(r[6])), nil
 	case "WAIT":
 		return TickResult{Leader: true, Next: ms(1)}, 0, nil
+	case "DRAW":
+		if _, err := e.Draw(ctx, eventID); err != nil {
+			return TickResult{Leader: true}, 0, err
+		}
+		return e.tickStep(ctx, eventID, replica, lease)
 	case "PAUSED":
 		return TickResult{Leader: true, Paused: true, Next: ms(1)}, 0, nil
 	case "FOLLOWER":

@@ -42,6 +42,7 @@ func (ev *Event) normalize() {
 	if ev.PriorityShare == 0 {
 		ev.PriorityShare = DefaultPriorityShare
 	}
+	ev.normalizeFair()
 }
 
 // SharePPM is share (0..1) in parts per million, the integer form the

@@ -32,8 +32,18 @@ func testEvent(id string, createdAt time.Time) queue.Event {
 		PriorityShare:   queue.DefaultPriorityShare, // 0 would read back as the column default
 		OpensAt:         tp(t0.Add(time.Hour)),
 		CreatedAt:       createdAt,
+		// Zero values would read back as the column defaults.
+		QueueMode:       queue.ModeRandomStart,
+		PrequeueOpensAt: tp(t0.Add(time.Minute)),
+		DrawSeed:        seed,
+		DrawCommitment:  queue.DrawCommitment(seed),
+		Challenge:       queue.ChallengePow,
+		PowBits:         18,
 	}
 }
+
+// seed is a fixed draw seed.
+const seed = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 
 func mustEqualEvent(t *testing.T, got, want queue.Event) {
 	t.Helper()

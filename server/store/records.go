@@ -34,15 +34,18 @@ func statusOf(k queue.RecordKind) (queue.Status, bool) {
 		return queue.StatusLeft, true
 	case queue.RecordDone:
 		return queue.StatusDone, true
+	case queue.RecordPrequeued:
+		return queue.StatusPrequeued, true
 	}
 	return "", false
 }
 
 // stage is a status's place in a token's life cycle, which only moves
-// forward: WAITING, then ACTIVE, then one finished state.
+// forward: WAITING, then ACTIVE, then one finished state. A pre-queue
+// attempt (its own negative seq) stays PREQUEUED.
 func stage(s queue.Status) int {
 	switch s {
-	case queue.StatusWaiting:
+	case queue.StatusWaiting, queue.StatusPrequeued:
 		return 0
 	case queue.StatusActive:
 		return 1
@@ -61,7 +64,7 @@ func supersedes(s queue.Status, at time.Time, cur queue.Status, curAt time.Time)
 	return at.After(curAt)
 }
 
-const stageSQL = "(CASE %s.status WHEN 'WAITING' THEN 0 WHEN 'ACTIVE' THEN 1 ELSE 2 END)"
+const stageSQL = "(CASE %s.status WHEN 'WAITING' THEN 0 WHEN 'PREQUEUED' THEN 0 WHEN 'ACTIVE' THEN 1 ELSE 2 END)"
 
 // entryWins is true in an entries upsert when the incoming row (excluded)
 // supersedes the stored one. Both dialects compare the timestamps correctly:

@@ -1,12 +1,13 @@
 -- join.lua: put a user in line, or return the attempt they already hold.
--- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv (lib.lua describes each)
+-- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv, pq (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id, ARGV[4] priority code to redeem or "", ARGV[5] "1" to put
 -- the user in the priority lane without a grant (the simulator's VIRTUAL bots),
 -- ARGV[6] device id or "" when device binding is off
 -- Returns {result, status, seq, detail, waiting, admitted at, admission no, lane,
 --          admitted, rate, batch, interval}:
---   result NEW | EXISTS, or an error code alone; an error changes nothing but
+--   result NEW | EXISTS, or an error code alone, or {'PREQUEUED', "1" when
+--   new, pre-queue length} (fair_lib.lua's prequeue); an error changes nothing but
 --   ending the user's run-out active window, which any call may do
 --   (UNAVAILABLE when the seqs SQL has reserved are used up, see put_event.lua);
 --   detail is the 1-based place while WAITING, the expiry in ms when ACTIVE;
@@ -14,7 +15,7 @@
 -- A live attempt is returned as it is, whatever code the call carries.
 local user, code, force, dev = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local cfg = redis.call('HMGET', K_CFG, 'capacity', 'policy', 'paused', 'opens', 'closes', 'ttl', 'batch', 'pshare',
-  'interval', 'seq_cap', 'adm_cap')
+  'interval', 'seq_cap', 'adm_cap', 'mode', 'preopens')
 if not cfg[1] then
   return {'EVENT_NOT_FOUND'}
 end
@@ -43,6 +44,21 @@ if code ~= '' and redis.call('HGET', K_PG, 'c:' .. code) ~= '' then
 end
 
 local opens, closes = tonumber(cfg[4]) or 0, tonumber(cfg[5]) or 0
+-- Queue mode (issue 17, fair_lib.lua): closed takes no new joins; random_start
+-- pre-queues before the opening and, until its draw is done, admits nobody on
+-- joining; passthrough admits every join at once (below).
+local mode, hold = cfg[12], false
+if mode == 'c' then
+  return {'EVENT_CLOSED'}
+end
+if mode == 'r' then
+  local pre
+  pre, hold = prequeue(user, opens, tonumber(cfg[13]) or 0, cfg[10])
+  if pre then
+    return pre
+  end
+end
+-- End of the queue mode block.
 if opens > 0 and NOW < opens then
   return {'EVENT_NOT_OPEN'}
 end
@@ -91,9 +107,10 @@ local waiting = nw + np
 local out
 -- Only the capacity policy admits on join: batch promotes on ticks alone, and
 -- adaptive must not let anyone in past a downstream it may have found down.
-if waiting == 0 and cfg[3] ~= '1' and cfg[2] == 'capacity' then
+local pass = mode == 'p'
+if pass or (not hold and waiting == 0 and cfg[3] ~= '1' and cfg[2] == 'capacity') then
   local live = redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
-  if live < tonumber(cfg[1]) and
+  if (pass or live < tonumber(cfg[1])) and
       (not cfg[11] or (tonumber(redis.call('HGET', K_N, 'admitted')) or 0) < tonumber(cfg[11])) then
     local exp, no = admit(user, seq, tonumber(cfg[6]), lane)
     out = {'NEW', 'ACTIVE', seq, exp, 0, NOW, no, lane}
