@@ -278,6 +278,8 @@ func (s *Server) join(c *gin.Context) {
 		BotID        *string `json:"bot_id"`
 		PriorityCode *string `json:"priority_code"`
 		Priority     *bool   `json:"priority"`
+		Challenge    *string `json:"challenge"`
+		Solution     *string `json:"solution"`
 	}
 	bodyErr := decode(c, &req)
 	virtual := req.UserType != nil && *req.UserType == string(queue.UserVirtual)
@@ -337,6 +339,12 @@ func (s *Server) join(c *gin.Context) {
 		opts.PriorityCode = *req.PriorityCode
 	}
 	opts.Priority = req.Priority != nil && *req.Priority
+	proven, err := s.proveWork(c, virtual, req.Challenge, req.Solution)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	opts.Proven = proven
 	if virtual {
 		if req.BotID != nil {
 			userID += *req.BotID

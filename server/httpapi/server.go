@@ -122,6 +122,7 @@ func New(d Deps) *Server {
 	v1.POST("/events/:event/orders", s.order)
 	v1.GET("/events/:event/stats/stream", s.statsStream)
 	v1.GET("/events/:event/draw", s.draw)
+	v1.GET("/events/:event/challenge", s.challenge)
 	v1.GET("/time", s.serverTime)
 	pr := v1.Group("/practice", s.practiceReady)
 	pr.GET("/scenarios", s.practiceScenarios)

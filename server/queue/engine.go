@@ -283,7 +283,8 @@ func (e *Engine) putEvent(ctx context.Context, ev Event, mode string, inc Incarn
 		"interval", ev.AdmitIntervalMS, "ttl", ev.ActiveTTLS, "policy", string(ev.Policy),
 		"max_tps", ev.MaxTPS, "paused", flag(ev.Paused), "pshare", SharePPM(ev.PriorityShare),
 		"opens", unixMilli(ev.OpensAt), "closes", unixMilli(ev.ClosesAt),
-		"mode", ev.QueueMode.letter(), "preopens", unixMilli(ev.PrequeueOpensAt)}
+		"mode", ev.QueueMode.letter(), "preopens", unixMilli(ev.PrequeueOpensAt),
+		"pow", flag(ev.Challenge == ChallengePow)}
 	if ev.DrawSeed != "" {
 		args = append(args, "seed", ev.DrawSeed)
 	}
@@ -522,7 +523,7 @@ func (e *Engine) Join(ctx context.Context, eventID, userID string) (Entry, bool,
 // JoinWith is Join with a priority code, a simulator priority request or a
 // device binding (see JoinOptions).
 func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOptions) (Entry, bool, error) {
-	r, err := e.run(ctx, scriptJoin, eventID, userID, o.PriorityCode, flag(o.Priority), o.Device)
+	r, err := e.run(ctx, scriptJoin, eventID, userID, o.PriorityCode, flag(o.Priority), o.Device, flag(o.Proven))
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("queue: join %s: %w", eventID, err)
 	}
@@ -540,6 +541,9 @@ func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOpt
 		return Entry{}, false, Errorf(CodeEventClosed, "event %q is closed", eventID)
 	case string(CodeForbidden):
 		return Entry{}, false, Errorf(CodeForbidden, ErrPriorityCodeInvalid)
+	case string(CodeChallengeFailed):
+		return Entry{}, false, Errorf(CodeChallengeFailed,
+			"event %q asks for proof of work: join with a challenge from GET /api/v1/events/%s/challenge and its solution", eventID, eventID)
 	case string(CodeDeviceBusy):
 		return Entry{}, false, Errorf(CodeDeviceBusy, "this device already holds a place in event %q", eventID)
 	case string(CodeUnavailable):

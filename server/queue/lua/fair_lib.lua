@@ -25,9 +25,10 @@ end
 -- prequeue is a random_start event's join of user who holds no place in
 -- line: before opens (and from preopens) it pre-queues, from opens it begins
 -- the draw if no call has yet. It returns the reply when the join is
--- pre-queued (or already was), else nil and whether the draw is unfinished
+-- pre-queued (or already was), else nil (a new join without proof, when the
+-- event asks for it, is not pre-queued) and whether the draw is unfinished
 -- (then nobody is admitted on joining: the drawn go first).
-local function prequeue(user, opens, preopens, seq_cap)
+local function prequeue(user, opens, preopens, seq_cap, proof)
   local d = redis.call('HGET', K_N, 'draw')
   if d ~= 'done' and redis.call('ZSCORE', K_PQ, user) then
     return {'PREQUEUED', '0', redis.call('ZCARD', K_PQ)}, true
@@ -38,7 +39,7 @@ local function prequeue(user, opens, preopens, seq_cap)
     end
     return nil, d ~= 'done'
   end
-  if NOW < preopens or d then
+  if NOW < preopens or d or not proof then
     return nil, false
   end
   local n = redis.call('ZCARD', K_PQ)

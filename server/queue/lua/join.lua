@@ -3,7 +3,8 @@
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id, ARGV[4] priority code to redeem or "", ARGV[5] "1" to put
 -- the user in the priority lane without a grant (the simulator's VIRTUAL bots),
--- ARGV[6] device id or "" when device binding is off
+-- ARGV[6] device id or "" when device binding is off, ARGV[7] "1" when the join
+-- passed the event's proof-of-work challenge or needs none
 -- Returns {result, status, seq, detail, waiting, admitted at, admission no, lane,
 --          admitted, rate, batch, interval}:
 --   result NEW | EXISTS, or an error code alone, or {'PREQUEUED', "1" when
@@ -13,9 +14,9 @@
 --   detail is the 1-based place while WAITING, the expiry in ms when ACTIVE;
 --   lane is "p" for the priority lane, "" for the normal one.
 -- A live attempt is returned as it is, whatever code the call carries.
-local user, code, force, dev = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local user, code, force, dev, proven = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local cfg = redis.call('HMGET', K_CFG, 'capacity', 'policy', 'paused', 'opens', 'closes', 'ttl', 'batch', 'pshare',
-  'interval', 'seq_cap', 'adm_cap', 'mode', 'preopens')
+  'interval', 'seq_cap', 'adm_cap', 'mode', 'preopens', 'pow')
 if not cfg[1] then
   return {'EVENT_NOT_FOUND'}
 end
@@ -46,17 +47,22 @@ end
 local opens, closes = tonumber(cfg[4]) or 0, tonumber(cfg[5]) or 0
 -- Queue mode (issue 17, fair_lib.lua): closed takes no new joins; random_start
 -- pre-queues before the opening and, until its draw is done, admits nobody on
--- joining; passthrough admits every join at once (below).
+-- joining; passthrough admits every join at once (below). With a challenge,
+-- a new join (not one already pre-queued) must have passed it.
 local mode, hold = cfg[12], false
+local proof = cfg[14] ~= '1' or proven == '1'
 if mode == 'c' then
   return {'EVENT_CLOSED'}
 end
 if mode == 'r' then
   local pre
-  pre, hold = prequeue(user, opens, tonumber(cfg[13]) or 0, cfg[10])
+  pre, hold = prequeue(user, opens, tonumber(cfg[13]) or 0, cfg[10], proof)
   if pre then
     return pre
   end
+end
+if not proof then
+  return {'CHALLENGE_FAILED'}
 end
 -- End of the queue mode block.
 if opens > 0 and NOW < opens then
