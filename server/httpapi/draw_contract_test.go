@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rushline/rushline/internal/fair"
 	"github.com/rushline/rushline/internal/testutil"
 	"github.com/rushline/rushline/server/httpapi"
 	"github.com/rushline/rushline/server/queue"
@@ -107,14 +108,14 @@ func TestDrawContract(t *testing.T) {
 	stop()
 	ticks.Wait()
 
-	if draw.Str("commitment") != ev["draw_commitment"] || queue.DrawCommitment(draw.Str("seed")) != ev["draw_commitment"] {
+	if draw.Str("commitment") != ev["draw_commitment"] || fair.DrawCommitment(draw.Str("seed")) != ev["draw_commitment"] {
 		t.Fatalf("revealed seed %s does not match the commitment %v", draw.Str("seed"), ev["draw_commitment"])
 	}
 	if n, _ := draw.Num("drawn"); int(n) != pre {
 		t.Fatalf("drawn = %v, want %d", n, pre)
 	}
 	seed, _ := hex.DecodeString(draw.Str("seed"))
-	want := append(queue.DrawOrder(seed, users), later...)
+	want := append(fair.DrawOrder(seed, users), later...)
 	line, err := f.RDB.ZRange(context.Background(), queue.Keys("opening")[2], 0, -1).Result()
 	if err != nil {
 		t.Fatal(err)

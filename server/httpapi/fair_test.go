@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rushline/rushline/internal/fair"
 	"github.com/rushline/rushline/server/queue"
 )
 
@@ -75,7 +76,7 @@ func TestPrequeueOverHTTP(t *testing.T) {
 	f.MustTick(t, "rs")
 	d := f.MustDo(t, http.MethodGet, "/api/v1/events/rs/draw", nil, nil)
 	MustStatus(t, d, http.StatusOK)
-	if d.Str("commitment") != commitment || queue.DrawCommitment(d.Str("seed")) != commitment || d.Body["drawn"] != 1.0 {
+	if d.Str("commitment") != commitment || fair.DrawCommitment(d.Str("seed")) != commitment || d.Body["drawn"] != 1.0 {
 		t.Fatalf("draw = %s, want the seed of commitment %s, 1 drawn", d.Raw, commitment)
 	}
 	// The tick drew, then admitted ann (capacity 1): her join now holds her pass.
@@ -124,7 +125,7 @@ func TestChallengeOverHTTP(t *testing.T) {
 		return r.Str("challenge"), int(n)
 	}
 	solve := func(ch string, bits int) string {
-		s, err := queue.SolveChallenge(context.Background(), ch, bits)
+		s, _, err := fair.SolvePow(context.Background(), ch, bits)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +148,7 @@ func TestChallengeOverHTTP(t *testing.T) {
 	MustError(t, join(actual), http.StatusForbidden, "CHALLENGE_FAILED")        // missing
 	other, _ := fetch()
 	wrong := "0"
-	for queue.PowSolves(other, wrong, 8) {
+	for fair.PowSolves(other, wrong, 8) {
 		wrong += "0"
 	}
 	MustError(t, join(with(other, wrong)), http.StatusForbidden, "CHALLENGE_FAILED")

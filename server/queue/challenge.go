@@ -4,13 +4,12 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"math/bits"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rushline/rushline/internal/fair"
 )
 
 // ChallengeTTL is how long an issued proof-of-work challenge may be used.
@@ -62,7 +61,7 @@ func (e *Engine) CheckChallenge(ctx context.Context, eventID, challenge, solutio
 	if !e.now().Before(exp) {
 		return Errorf(CodeChallengeFailed, "the challenge expired at %s; fetch a new one", exp.UTC().Format(time.RFC3339))
 	}
-	if !PowSolves(challenge, solution, int(payload[8])) {
+	if !fair.PowSolves(challenge, solution, int(payload[8])) {
 		return Errorf(CodeChallengeFailed, "the solution does not give %d leading zero bits", payload[8])
 	}
 	spent, err := e.rdb.SetNX(ctx, keyOpen+eventID+keyClose+"ch:"+hex.EncodeToString(payload[9:]), 1,
@@ -74,36 +73,4 @@ func (e *Engine) CheckChallenge(ctx context.Context, eventID, challenge, solutio
 		return Errorf(CodeChallengeFailed, "the challenge was used already; fetch a new one")
 	}
 	return nil
-}
-
-// PowSolves reports whether SHA-256(challenge + solution) starts with bits
-// zero bits.
-func PowSolves(challenge, solution string, bitCount int) bool {
-	return leadingZeros(sha256.Sum256([]byte(challenge+solution))) >= bitCount
-}
-
-func leadingZeros(sum [sha256.Size]byte) int {
-	n := 0
-	for _, b := range sum {
-		if b != 0 {
-			return n + bits.LeadingZeros8(b)
-		}
-		n += 8
-	}
-	return n
-}
-
-// SolveChallenge finds a solution to challenge of bits by trying decimal
-// counters in turn (what the web page's worker does); ctx stops it.
-func SolveChallenge(ctx context.Context, challenge string, bitCount int) (string, error) {
-	buf := []byte(challenge)
-	for i := uint64(0); ; i++ {
-		if i%65536 == 0 && ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-		buf = strconv.AppendUint(buf[:len(challenge)], i, 10)
-		if leadingZeros(sha256.Sum256(buf)) >= bitCount {
-			return string(buf[len(challenge):]), nil
-		}
-	}
 }

@@ -1,16 +1,16 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/rushline/rushline/internal/fair"
 )
 
 //go:embed lua/draw.lua
@@ -33,7 +33,7 @@ type DrawResult struct {
 }
 
 // Draw runs or finishes the draw of a random_start event past its opening:
-// it freezes the pre-queue, orders it by DrawKey, and places it in line in
+// it freezes the pre-queue, orders it by fair.DrawOrder, and places it in line in
 // calls of at most DrawChunk users, then marks the draw done. It is safe to
 // run again or on two replicas at once (a placed user is never placed
 // twice, and every run computes the same order); the admission ticker runs
@@ -60,7 +60,7 @@ func (e *Engine) Draw(ctx context.Context, eventID string) (DrawResult, error) {
 	if err != nil {
 		return res, err
 	}
-	order := DrawOrder(seed, users)
+	order := fair.DrawOrder(seed, users)
 	args := make([]any, 0, DrawChunk+2)
 	for at := 0; at < len(order); at += DrawChunk {
 		args = append(args[:0], "place", at)
@@ -97,25 +97,6 @@ func (e *Engine) prequeue(ctx context.Context, eventID string, n int) ([]string,
 	}
 }
 
-// DrawOrder returns users in drawn order: by hex HMAC-SHA256(seed, user id)
-// ascending (DrawKey), which anyone who knows the seed can recompute.
-func DrawOrder(seed []byte, users []string) []string {
-	type keyed struct {
-		k    [32]byte
-		user string
-	}
-	ks := make([]keyed, len(users))
-	for i, u := range users {
-		ks[i] = keyed{DrawKey(seed, u), u}
-	}
-	slices.SortFunc(ks, func(a, b keyed) int { return bytes.Compare(a.k[:], b.k[:]) })
-	out := make([]string, len(ks))
-	for i, k := range ks {
-		out[i] = k.user
-	}
-	return out
-}
-
 // DrawInfo is what is public of an event's draw.
 type DrawInfo struct {
 	// Seed is revealed from the opening on; Commitment is its hex SHA-256.
@@ -149,7 +130,7 @@ func (e *Engine) DrawInfo(ctx context.Context, ev Event) (DrawInfo, error) {
 	if err != nil {
 		return DrawInfo{}, storeErr(ctx, err)
 	}
-	info := DrawInfo{Seed: seed, Commitment: DrawCommitment(seed), Done: d[0] == "done", Drawn: toInt(d[1]),
+	info := DrawInfo{Seed: seed, Commitment: fair.DrawCommitment(seed), Done: d[0] == "done", Drawn: toInt(d[1]),
 		Base: toInt(d[2])}
 	if d[0] == nil {
 		n, err := e.rdb.ZCard(ctx, key(ev.ID, keyPrequeue)).Result()

@@ -1,11 +1,11 @@
 package queue
 
 import (
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"time"
+
+	"github.com/rushline/rushline/internal/fair"
 )
 
 // QueueMode decides how an event's joins are let in (API-next.md, "Opening
@@ -77,25 +77,6 @@ func NewDrawSeed() string {
 	return hex.EncodeToString(b)
 }
 
-// DrawCommitment is the commitment published for seed (hex): the hex
-// SHA-256 of its bytes.
-func DrawCommitment(seed string) string {
-	b, _ := hex.DecodeString(seed)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
-}
-
-// DrawKey is the key the draw orders userID by: HMAC-SHA256 keyed with the
-// seed's bytes over the user id. Ascending keys (as bytes, or as their hex)
-// are the drawn order.
-func DrawKey(seed []byte, userID string) [sha256.Size]byte {
-	m := hmac.New(sha256.New, seed)
-	m.Write([]byte(userID))
-	var k [sha256.Size]byte
-	m.Sum(k[:0])
-	return k
-}
-
 // normalizeFair applies the defaults of the queue mode and challenge.
 func (ev *Event) normalizeFair() {
 	if ev.QueueMode == "" {
@@ -114,7 +95,7 @@ func (ev *Event) ensureSeed() {
 	if ev.DrawSeed == "" {
 		ev.DrawSeed = NewDrawSeed()
 	}
-	ev.DrawCommitment = DrawCommitment(ev.DrawSeed)
+	ev.DrawCommitment = fair.DrawCommitment(ev.DrawSeed)
 }
 
 // validateFair checks the queue mode and challenge fields.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/rushline/rushline/internal/fair"
 	"github.com/rushline/rushline/server/queue"
 )
 
@@ -43,7 +44,7 @@ func MustSeed(tb testing.TB, eng *queue.Engine, ev queue.Event) []byte {
 	if err != nil {
 		tb.Fatalf("draw info: %v", err)
 	}
-	if info.Commitment != queue.DrawCommitment(info.Seed) {
+	if info.Commitment != fair.DrawCommitment(info.Seed) {
 		tb.Fatalf("commitment %s does not match seed %s", info.Commitment, info.Seed)
 	}
 	seed, err := hex.DecodeString(info.Seed)
@@ -90,7 +91,7 @@ func TestPrequeueAndDraw(t *testing.T) {
 		t.Fatalf("draw = %+v, %v", res, err)
 	}
 	MustJoin(t, eng, ev.ID, "late-2")
-	want := append(queue.DrawOrder(MustSeed(t, eng, ev), pre), "late-1", "late-2")
+	want := append(fair.DrawOrder(MustSeed(t, eng, ev), pre), "late-1", "late-2")
 	if got := MustLine(t, rdb, ev.ID); !slices.Equal(got, want) {
 		t.Fatalf("line after the draw differs from the HMAC order then FIFO:\n got %v\nwant %v", got[:5], want[:5])
 	}
@@ -150,7 +151,7 @@ func TestDrawWithJoinsAndReplicas(t *testing.T) {
 	}
 	wg.Wait()
 	line := MustLine(t, rdb, ev.ID)
-	if want := queue.DrawOrder(MustSeed(t, eng, ev), pre); !slices.Equal(line[:len(pre)], want) {
+	if want := fair.DrawOrder(MustSeed(t, eng, ev), pre); !slices.Equal(line[:len(pre)], want) {
 		t.Fatalf("the line's head is not the HMAC order")
 	}
 	if len(line) != len(pre)+400 {
@@ -249,7 +250,7 @@ func TestPrequeueSurvivesRestore(t *testing.T) {
 		}
 	}
 	seed, _ := hex.DecodeString(ev.DrawSeed)
-	if want := queue.DrawOrder(seed, append(pre, "new")); !slices.Equal(order, want) {
+	if want := fair.DrawOrder(seed, append(pre, "new")); !slices.Equal(order, want) {
 		t.Fatalf("admissions after the restored draw are not in HMAC order")
 	}
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rushline/rushline/internal/fair"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/store"
 	"github.com/rushline/rushline/server/store/storetest"
@@ -36,7 +37,7 @@ func testEvent(id string, createdAt time.Time) queue.Event {
 		QueueMode:       queue.ModeRandomStart,
 		PrequeueOpensAt: tp(t0.Add(time.Minute)),
 		DrawSeed:        seed,
-		DrawCommitment:  queue.DrawCommitment(seed),
+		DrawCommitment:  fair.DrawCommitment(seed),
 		Challenge:       queue.ChallengePow,
 		PowBits:         18,
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"time"
 
+	"github.com/rushline/rushline/internal/fair"
 	"github.com/rushline/rushline/server/queue"
 )
 
@@ -96,7 +97,7 @@ func (r EventRow) Event() queue.Event {
 		PowBits:         r.PowBits,
 	}
 	if r.DrawSeed != "" {
-		ev.DrawCommitment = queue.DrawCommitment(r.DrawSeed)
+		ev.DrawCommitment = fair.DrawCommitment(r.DrawSeed)
 	}
 	return ev
 }
