@@ -18,9 +18,6 @@ var luaDraw string
 
 var scriptDraw = script(luaDraw)
 
-// DrawChunk is the most pre-queued users one draw call places.
-const DrawChunk = 500
-
 // DrawResult is the outcome of one Draw call.
 type DrawResult struct {
 	// Drawn is how many the draw puts in line; Placed how many this call
@@ -34,7 +31,8 @@ type DrawResult struct {
 
 // Draw runs or finishes the draw of a random_start event past its opening:
 // it freezes the pre-queue, orders it by fair.DrawOrder, and places it in line in
-// calls of at most DrawChunk users, then marks the draw done. It is safe to
+// calls of at most the engine's chunk (WithChunk) users, then marks the draw
+// done. It is safe to
 // run again or on two replicas at once (a placed user is never placed
 // twice, and every run computes the same order); the admission ticker runs
 // it under the admission lease. An event not yet open is CodeEventNotOpen.
@@ -61,10 +59,10 @@ func (e *Engine) Draw(ctx context.Context, eventID string) (DrawResult, error) {
 		return res, err
 	}
 	order := fair.DrawOrder(seed, users)
-	args := make([]any, 0, DrawChunk+2)
-	for at := 0; at < len(order); at += DrawChunk {
+	args := make([]any, 0, e.chunk+2)
+	for at := 0; at < len(order); at += e.chunk {
 		args = append(args[:0], "place", at)
-		for _, u := range order[at:min(at+DrawChunk, len(order))] {
+		for _, u := range order[at:min(at+e.chunk, len(order))] {
 			args = append(args, u)
 		}
 		start := time.Now()

@@ -2,17 +2,19 @@
 -- in line at its opening (fair_lib.lua describes it). Engine.Draw computes
 -- the order (HMAC-SHA256(seed, user id) ascending, which Lua cannot) and
 -- sends it in chunks, so no call holds Redis long however large the pre-queue.
--- KEYS: cfg, seq, w, as, f, n, s, pq (lib.lua describes each)
+-- KEYS: cfg, seq, w, n, s, pq (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3] step:
 --   begin  begins the draw if due and not begun.
 --          Returns {state, base, n, seed}: state run | done, or EARLY before
 --          opens_at, GONE without the event.
 --   place  ARGV[4] the 0-based rank of the first user, ARGV[5..] users in drawn
---          order: each still pre-queued and not yet placed waits at seq
---          draw_base + rank + 1, recorded in one batch entry of joined records.
---          Placing again is harmless (a placed user is skipped, whatever became
---          of the attempt since). Returns {'OK', placed}.
+--          order: each waits at seq draw_base + rank + 1, recorded in one batch
+--          entry of joined records. Every drawer computes the same order and
+--          places it from the head, so the counter draw_next (the ranks placed)
+--          skips those placed already, whatever became of their attempts since:
+--          placing again, or from two replicas at once, is harmless.
+--          Returns {'OK', placed}.
 --   finish marks the draw done and drops the pre-queue. Returns {'OK'}.
 local step = ARGV[3]
 local cfg = redis.call('HMGET', K_CFG, 'opens', 'seed')
@@ -30,21 +32,19 @@ if step == 'begin' then
   end
   return {d[1], tonumber(d[2]), tonumber(d[3]), cfg[2] or ''}
 elseif step == 'place' then
-  local base = tonumber(redis.call('HGET', K_N, 'draw_base'))
+  local d = redis.call('HMGET', K_N, 'draw_base', 'draw_next')
+  local base, placed = tonumber(d[1]), tonumber(d[2]) or 0
   local e = new_batch('joined')
   local first = tonumber(ARGV[4])
-  for i = 5, #ARGV do
-    local user = ARGV[i]
+  for i = 5 + math.max(placed - first, 0), #ARGV do
     local seq = base + first + i - 4
-    if redis.call('ZSCORE', K_PQ, user) and not redis.call('ZSCORE', K_W, user) and
-        redis.call('HEXISTS', K_F, seq) == 0 and active_attempt(user) ~= seq then
-      redis.call('ZADD', K_W, seq, user)
-      batch_add(e, seq, '', user)
-    end
+    redis.call('ZADD', K_W, seq, ARGV[i])
+    batch_add(e, seq, '', ARGV[i])
   end
   batch_emit(e)
   if e.n > 0 then
     redis.call('HINCRBY', K_N, 'joined', e.n)
+    redis.call('HSET', K_N, 'draw_next', first + #ARGV - 4)
   end
   return {'OK', e.n}
 elseif step == 'finish' then

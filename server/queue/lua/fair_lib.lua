@@ -4,7 +4,8 @@
 --             (counters field "prequeued" numbers them); frozen once the draw
 --             begins, dropped when it ends
 -- Counters (n) of the draw: draw = run | done (absent before), draw_base (the
--- seq counter when it began), draw_n (how many it puts in line). The draw
+-- seq counter when it began), draw_n (how many it puts in line), draw_next
+-- (how many of them it has placed, from the head). The draw
 -- reserves seqs draw_base+1 .. draw_base+draw_n at once for the pre-queued,
 -- so every later join gets a higher seq and queues behind all of them; the
 -- drawn user of rank r (1-based, by HMAC-SHA256(seed, user id)) gets
