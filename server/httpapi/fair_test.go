@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -161,4 +162,38 @@ func TestChallengeOverHTTP(t *testing.T) {
 	// Switched off live, a join needs none.
 	MustStatus(t, f.MustDo(t, http.MethodPatch, "/api/v1/admin/events/pw", adminH, map[string]any{"challenge": "none"}), http.StatusOK)
 	MustStatus(t, join(actual), http.StatusCreated)
+}
+
+// TestAdmissionsOutliveTheStream: once the audit writer has written an
+// admission to SQL and trimmed it from the stream, the admissions list still
+// shows it (a trial saw "Nobody admitted yet" next to "Admitted 1").
+func TestAdmissionsOutliveTheStream(t *testing.T) {
+	f := MustServer(t)
+	f.MustCreateEvent(t, EventBody("adm", "capacity", 5))
+	for _, bot := range []string{"a", "b", "c"} {
+		f.MustJoin(t, "adm", simH, map[string]any{"user_type": "VIRTUAL", "bot_id": bot})
+	}
+	ctx := context.Background()
+	recs, err := f.Engine.Records(ctx, "adm", "0", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Store.WriteRecords(ctx, recs); err != nil {
+		t.Fatal(err)
+	}
+	// Trim all but the newest entry (c's admission) from the stream.
+	if err := f.RDB.XTrimMaxLen(ctx, queue.Keys("adm")[8], 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := f.MustDo(t, http.MethodGet, "/api/v1/admin/events/adm/admissions", adminH, nil)
+	MustStatus(t, r, http.StatusOK)
+	list, _ := r.Body["admissions"].([]any)
+	var got []string
+	for _, a := range list {
+		m := a.(map[string]any)
+		got = append(got, fmt.Sprintf("%v:%v", m["admission_no"], m["user_id"]))
+	}
+	if want := []string{"3:VIRTUAL:c", "2:VIRTUAL:b", "1:VIRTUAL:a"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("admissions = %v, want %v", got, want)
+	}
 }

@@ -59,6 +59,16 @@ type Deps struct {
 	StreamCeiling int
 	// Drops runs practice drops; nil answers their routes with 503.
 	Drops *drop.Service
+	// AdmissionLog, when set, lists the admissions the live stream no longer
+	// holds (the audit trail in SQL).
+	AdmissionLog AdmissionLog
+}
+
+// AdmissionLog lists an event's admissions older than the live stream keeps.
+type AdmissionLog interface {
+	// RecentAdmissions returns up to limit admitted records numbered below
+	// before (any when 0), newest first.
+	RecentAdmissions(ctx context.Context, eventID string, before int64, limit int) ([]queue.Record, error)
 }
 
 // Server routes the API. Safe for concurrent use.

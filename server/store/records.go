@@ -614,3 +614,24 @@ func (c *stmtCache) close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// RecentAdmissions returns up to limit of eventID's admitted attempts with an
+// admission number below before (any, when before is 0), newest first, as
+// admitted records: the admissions the live stream no longer holds once the
+// audit writer has trimmed it.
+func (s *Store) RecentAdmissions(ctx context.Context, eventID string, before int64, limit int) ([]queue.Record, error) {
+	q := s.db.WithContext(ctx).Where("event_id = ? AND admission_no > 0 AND admitted_at IS NOT NULL", eventID)
+	if before > 0 {
+		q = q.Where("admission_no < ?", before)
+	}
+	var rows []Entry
+	if err := q.Order("admission_no DESC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, unavailable("admissions of "+eventID, err)
+	}
+	out := make([]queue.Record, len(rows))
+	for i, r := range rows {
+		out[i] = queue.Record{Kind: queue.RecordAdmitted, EventID: eventID, Seq: r.Seq, UserID: r.UserID,
+			At: r.AdmittedAt.UTC(), AdmissionNo: r.AdmissionNo, Lane: r.Lane}
+	}
+	return out, nil
+}
