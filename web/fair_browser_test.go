@@ -66,3 +66,72 @@ func TestPageSolvesChallengeAndWaitsForDraw(t *testing.T) {
 	}
 	assertNoProblems(t, b)
 }
+
+// TestDashboardSteersFairness: the dashboard switches an event's queue mode
+// and challenge live, grants FAST TRACK users and codes, and offers no Pause
+// on a closed event.
+func TestDashboardSteersFairness(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test: runs in make test")
+	}
+	srv, base := MustStartServer(t)
+	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
+	MustCall(t, "POST", base+"/api/v1/admin/events", admin, map[string]any{
+		"id": "dash-fair", "name": "Steered", "seats": 30, "capacity": 5, "admit_batch": 5,
+		"admit_interval_ms": 100, "active_ttl_s": 60, "policy": "capacity",
+	}, nil)
+	MustCall(t, "POST", base+"/api/v1/admin/events", admin, map[string]any{
+		"id": "dash-closing", "name": "Closing", "seats": 30, "capacity": 5, "admit_batch": 5,
+		"admit_interval_ms": 100, "active_ttl_s": 60, "policy": "capacity",
+		"closes_at": time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano),
+	}, nil)
+	b := MustBrowser(t, 90*time.Second, 1280, 900)
+	b.MustRun(t, "opening the event's view",
+		chromedp.Navigate(base+"/dashboard.html#/event/dash-fair"),
+		chromedp.WaitVisible(chromedp.ID("d-admin-key")),
+		chromedp.SendKeys(chromedp.ID("d-admin-key"), srv.Keys.Admin),
+		chromedp.Click(chromedp.ID("d-key-save")),
+	)
+	b.MustWait(t, "the steering form filled", `document.getElementById("d-p-mode").value === "fifo"`, 20*time.Second)
+	b.MustWait(t, "the admissions read with the key", `document.getElementById("d-admissions-empty").textContent === "Nobody admitted yet."`, 20*time.Second)
+	b.MustRun(t, "switching mode and challenge",
+		chromedp.SetValue(chromedp.ID("d-p-mode"), "closed"),
+		chromedp.SetValue(chromedp.ID("d-p-challenge"), "pow"),
+		chromedp.SetValue(chromedp.ID("d-p-pow-bits"), "12"),
+		chromedp.Click(chromedp.ID("d-patch")),
+	)
+	b.MustWait(t, "the change confirmed", `document.getElementById("dash-alert").textContent.includes("queue_mode")`, 20*time.Second)
+	var ev struct {
+		QueueMode string `json:"queue_mode"`
+		Challenge string `json:"challenge"`
+		PowBits   int    `json:"pow_bits"`
+	}
+	MustCall(t, "GET", base+"/api/v1/events/dash-fair", nil, nil, &ev)
+	if ev.QueueMode != "closed" || ev.Challenge != "pow" || ev.PowBits != 12 {
+		t.Errorf("event after steering = %+v, want closed, pow, 12", ev)
+	}
+
+	b.MustRun(t, "granting FAST TRACK",
+		chromedp.SetValue(chromedp.ID("d-ft-users"), "u_vip1, u_vip2"),
+		chromedp.SetValue(chromedp.ID("d-ft-codes"), "2"),
+		chromedp.Click(chromedp.ID("d-ft-grant")),
+	)
+	b.MustWait(t, "the grants listed", `document.querySelectorAll("#d-ft-table tbody tr").length === 4`, 20*time.Second)
+	var grants struct {
+		Users []string `json:"users"`
+		Codes []struct {
+			Code string `json:"code"`
+		} `json:"codes"`
+	}
+	MustCall(t, "GET", base+"/api/v1/admin/events/dash-fair/priority", admin, nil, &grants)
+	if len(grants.Users) != 2 || len(grants.Codes) != 2 {
+		t.Errorf("grants = %+v, want 2 users and 2 codes", grants)
+	}
+	b.MustWait(t, "no Pause on the closed event",
+		`(() => { const tr = document.querySelector('#d-events tr[data-id="dash-closing"]'); return !!tr && tr.querySelector('[data-action="toggle"]').hidden; })()`,
+		20*time.Second)
+	b.MustShot(t, "dashboard-fair.png")
+	b.MustPhone(t)
+	b.MustShot(t, "dashboard-fair-phone.png")
+	assertNoProblems(t, b)
+}

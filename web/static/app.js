@@ -295,6 +295,7 @@ function updateJoinState() {
     const state = eventState(ev);
     if (state.key === 'soon') bits.push(`The line opens ${fmtTime(ev.opens_at)}.`);
     else if (state.key === 'closed') bits.push('The line has closed.');
+    else if (state.key === 'nojoin') bits.push('The line takes no new joins for now; whoever waits keeps their place.');
     else if (state.key === 'soldout') bits.push('Sold out.');
     else if (state.key === 'paused') bits.push('Admission is paused: you can queue, but nobody is let in until it resumes.');
     if (typeof st.seats_left === 'number') bits.push(`${fmtNum(st.seats_left)} of ${fmtNum(ev.seats)} seats left, ${fmtNum(st.waiting)} waiting.`);
