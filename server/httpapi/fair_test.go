@@ -87,8 +87,11 @@ func TestPrequeueOverHTTP(t *testing.T) {
 	}
 }
 
+// TestQueueModeSwitchOverHTTP: each mode switched on one replica applies at
+// once to joins through another.
 func TestQueueModeSwitchOverHTTP(t *testing.T) {
 	f := MustServer(t)
+	other := f.MustReplica(t)
 	f.MustCreateEvent(t, EventBody("sw"))
 	f.MustJoin(t, "sw", simH, map[string]any{"user_type": "VIRTUAL", "bot_id": "first"}) // takes the one active slot
 	for _, c := range []struct {
@@ -103,7 +106,7 @@ func TestQueueModeSwitchOverHTTP(t *testing.T) {
 		t.Run(c.mode, func(t *testing.T) {
 			p := f.MustDo(t, http.MethodPatch, "/api/v1/admin/events/sw", adminH, map[string]any{"queue_mode": c.mode})
 			MustStatus(t, p, http.StatusOK)
-			r := f.MustDo(t, http.MethodPost, "/api/v1/events/sw/queue", simH, map[string]any{"user_type": "VIRTUAL", "bot_id": "b-" + c.mode})
+			r := other.MustDo(t, http.MethodPost, "/api/v1/events/sw/queue", simH, map[string]any{"user_type": "VIRTUAL", "bot_id": "b-" + c.mode})
 			if c.status != http.StatusCreated {
 				MustError(t, r, c.status, c.want)
 				return

@@ -12,10 +12,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rushline/rushline/internal/fair"
 	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/redisproc/redistest"
 )
 
 // MustLine returns the normal lane's waiting users, head first.
-func MustLine(tb testing.TB, rdb *redis.Client, eventID string) []string {
+func MustLine(tb testing.TB, rdb redis.Cmdable, eventID string) []string {
 	tb.Helper()
 	line, err := rdb.ZRange(context.Background(), queue.Keys(eventID)[2], 0, -1).Result()
 	if err != nil {
@@ -268,5 +269,51 @@ func TestPrequeueSurvivesRestore(t *testing.T) {
 	}
 	if line := MustLine(t, rdb, ev.ID); !slices.Equal(line, []string{"p000"}) {
 		t.Fatalf("line %v, want [p000]", line)
+	}
+}
+
+// TestFairOnCluster: the pre-queue, the draw and the single-use challenge
+// work on a 3-master Redis Cluster, for events whose slots spread over every
+// master (every key of an event shares its hash tag).
+func TestFairOnCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 3-master Redis Cluster: runs in make test")
+	}
+	ctx := context.Background()
+	c := redistest.MustCluster(t, 3)
+	cc := redistest.MustClusterClient(t, c)
+	clk := &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	eng := queue.New(cc, []byte("test-token-key"), queue.WithClock(clk.Now))
+	pre := map[string][]string{}
+	var opens time.Time
+	events := map[string]queue.Event{}
+	for i := range 6 {
+		ev, o := MustRandomStart(t, eng, fmt.Sprintf("cl-fair-%d", i))
+		events[ev.ID], opens = ev, o
+		for j := range 30 {
+			u := fmt.Sprintf("u_%d_%d", i, j)
+			if en := MustJoin(t, eng, ev.ID, u); en.Status != queue.StatusPrequeued {
+				t.Fatalf("%s: %+v", u, en)
+			}
+			pre[ev.ID] = append(pre[ev.ID], u)
+		}
+		ch := eng.IssueChallenge(ev.ID, 4)
+		sol, _, err := fair.SolvePow(ctx, ch.Challenge, ch.Bits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := eng.CheckChallenge(ctx, ev.ID, ch.Challenge, sol); err != nil {
+			t.Fatalf("first use: %v", err)
+		}
+		MustCode(t, eng.CheckChallenge(ctx, ev.ID, ch.Challenge, sol), queue.CodeChallengeFailed, "")
+	}
+	clk.t = opens
+	for id, ev := range events {
+		if _, err := eng.Draw(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if line := MustLine(t, cc, id); !slices.Equal(line, fair.DrawOrder(MustSeed(t, eng, ev), pre[id])) {
+			t.Fatalf("%s: the line is not the HMAC order", id)
+		}
 	}
 }
