@@ -153,8 +153,14 @@ func (e *Engine) RestoreLeased(ctx context.Context, l *RestoreLease, snap Snapsh
 	if err := flush("seats"); err != nil {
 		return err
 	}
-	// joined counts every attempt, whatever became of it.
-	args = append(args, "joined", len(snap.Attempts), "admitted", admitted,
+	// joined counts every attempt with a place in line, whatever became of it.
+	joined := len(snap.Attempts)
+	for _, a := range snap.Attempts {
+		if a.Status == StatusPrequeued {
+			joined--
+		}
+	}
+	args = append(args, "joined", joined, "admitted", admitted,
 		"left", counts[StatusLeft], "expired", counts[StatusExpired], "done", counts[StatusDone])
 	args = append(args, drawCounters...)
 	if err := flush("counters"); err != nil {
