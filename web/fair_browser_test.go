@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +95,14 @@ func TestDashboardSteersFairness(t *testing.T) {
 	)
 	b.MustWait(t, "the steering form filled", `document.getElementById("d-p-mode").value === "fifo"`, 20*time.Second)
 	b.MustWait(t, "the admissions read with the key", `document.getElementById("d-admissions-empty").textContent === "Nobody admitted yet."`, 20*time.Second)
+	// Six bots join (five admitted at once): inflow and outflow show per minute.
+	for i := range 6 {
+		MustCall(t, "POST", base+"/api/v1/events/dash-fair/queue", map[string]string{"X-Simulator-Key": srv.Keys.Simulator},
+			map[string]any{"user_type": "VIRTUAL", "bot_id": fmt.Sprintf("bot-%d", i)}, nil)
+	}
+	b.MustWait(t, "inflow and outflow per minute",
+		`Number(document.getElementById("d-inflow").textContent) > 0 && Number(document.getElementById("d-outflow").textContent) > 0 && `+
+			chartDrawn("#d-chart-rates"), 30*time.Second)
 	b.MustRun(t, "switching mode and challenge",
 		chromedp.SetValue(chromedp.ID("d-p-mode"), "closed"),
 		chromedp.SetValue(chromedp.ID("d-p-challenge"), "pow"),
@@ -101,6 +110,8 @@ func TestDashboardSteersFairness(t *testing.T) {
 		chromedp.Click(chromedp.ID("d-patch")),
 	)
 	b.MustWait(t, "the change confirmed", `document.getElementById("dash-alert").textContent.includes("queue_mode")`, 20*time.Second)
+	b.MustWait(t, "the events table showing the closed line",
+		`document.querySelector('#d-events tr[data-id="dash-fair"] .pill').textContent === "No new joins"`, 20*time.Second)
 	var ev struct {
 		QueueMode string `json:"queue_mode"`
 		Challenge string `json:"challenge"`

@@ -446,27 +446,32 @@ func (e *Engine) Stats(ctx context.Context, ev Event) (Stats, error) {
 		waiting  *redis.IntCmd
 		priority *redis.IntCmd
 		active   *redis.IntCmd
-		admitted *redis.StringCmd
+		counters *redis.SliceCmd
 		sold     *redis.IntCmd
 	)
 	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		waiting = p.ZCard(ctx, key(ev.ID, keyWaiting))
 		priority = p.ZCard(ctx, key(ev.ID, keyPriority))
 		active = p.ZCount(ctx, key(ev.ID, keyActive), "("+now, "+inf")
-		admitted = p.HGet(ctx, key(ev.ID, keyCounters), "admitted")
+		counters = p.HMGet(ctx, key(ev.ID, keyCounters), "admitted", "joined", "expired")
 		sold = p.HLen(ctx, key(ev.ID, keySeatsTaken))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Stats{}, storeErr(ctx, err)
 	}
-	adm, _ := admitted.Int64()
+	n := counters.Val()
+	if len(n) < 3 {
+		n = make([]any, 3)
+	}
 	return Stats{
 		Waiting:       waiting.Val() + priority.Val(),
 		Active:        active.Val(),
-		AdmittedTotal: adm,
+		AdmittedTotal: toInt(n[0]),
 		Sold:          sold.Val(),
 		SeatsLeft:     int64(ev.Seats) - sold.Val(),
+		Joined:        toInt(n[1]),
+		Expired:       toInt(n[2]),
 	}, nil
 }
 

@@ -118,6 +118,10 @@ type Stats struct {
 	AdmittedTotal int64 `json:"admitted_total"`
 	Sold          int64 `json:"sold"`
 	SeatsLeft     int64 `json:"seats_left"`
+	// Joined counts every join that took a place in line; Expired every
+	// admitted attempt whose window ran out unused (a no-show).
+	Joined  int64 `json:"joined"`
+	Expired int64 `json:"expired"`
 }
 
 // RecordKind names an entry in an event's stream.

@@ -199,6 +199,31 @@ function renderDetail(ev) {
   }
 }
 
+// RATE_WINDOW is the span (s) the per-minute rates are measured over.
+const RATE_WINDOW = 60;
+
+// perMinute turns running totals sampled at times t (s) into per-minute
+// rates over the last RATE_WINDOW seconds at each sample (null until 5 s of
+// samples exist).
+function perMinute(t, totals) {
+  const out = totals.map(() => new Array(t.length).fill(null));
+  let j = 0;
+  for (let i = 0; i < t.length; i++) {
+    while (t[i] - t[j] > RATE_WINDOW) j++;
+    const span = t[i] - t[j];
+    if (span < 5) continue;
+    totals.forEach((x, k) => { out[k][i] = Math.max(0, Math.round((x[i] - x[j]) * 60 / span)); });
+  }
+  return out;
+}
+
+function renderRates(r) {
+  const last = (a) => a[a.length - 1];
+  setText($('d-inflow'), last(r[0]) === null || last(r[0]) === undefined ? '—' : fmtNum(last(r[0])));
+  setText($('d-outflow'), last(r[1]) === null || last(r[1]) === undefined ? '—' : fmtNum(last(r[1])));
+  setText($('d-noshows'), last(r[2]) === null || last(r[2]) === undefined ? '—' : fmtNum(last(r[2])));
+}
+
 function renderStats(s) {
   setText($('d-waiting'), fmtNum(s.waiting));
   setText($('d-active'), fmtNum(s.active));
@@ -220,17 +245,23 @@ async function watch(id) {
   }
   if (stopped) return;
 
-  const data = [[], [], [], [], []];
+  // time, waiting, active, admitted, sold, joined, expired
+  const data = [[], [], [], [], [], [], []];
   const boxQ = $('d-chart-queue');
   const boxF = $('d-chart-flow');
+  const boxR = $('d-chart-rates');
   boxQ.replaceChildren();
   boxF.replaceChildren();
+  boxR.replaceChildren();
   let uq = null;
   let uf = null;
+  let ur = null;
   if (chartsReady()) {
     uq = chart(boxQ, [{ label: 'Waiting' }, { label: 'Active' }], [[], [], []], { xTime: true, height: 220 });
     uf = chart(boxF, [{ label: 'Admitted' }, { label: 'Sold' }], [[], [], []], { xTime: true, height: 220 });
-    stops.push(() => { uq.destroy(); uf.destroy(); });
+    ur = chart(boxR, [{ label: 'Joined/min' }, { label: 'Admitted/min' }, { label: 'No-shows/min' }],
+      [[], [], [], []], { xTime: true, height: 220 });
+    stops.push(() => { uq.destroy(); uf.destroy(); ur.destroy(); });
   }
   let latest = null;
   const add = (s) => {
@@ -243,10 +274,15 @@ async function watch(id) {
     data[2].push(s.active);
     data[3].push(s.admitted_total);
     data[4].push(s.sold);
+    data[5].push(s.joined || 0);
+    data[6].push(s.expired || 0);
     if (data[0].length > CHART_POINTS) data.forEach((a) => a.shift());
     renderStats(s);
     if (uq) uq.setData([data[0], data[1], data[2]]);
     if (uf) uf.setData([data[0], data[3], data[4]]);
+    const r = perMinute(data[0], [data[5], data[3], data[6]]);
+    renderRates(r);
+    if (ur) ur.setData([data[0], ...r]);
   };
 
   // A quiet stream still moves the time axis on: repeat the last figures each second.
