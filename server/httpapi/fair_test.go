@@ -200,3 +200,20 @@ func TestAdmissionsOutliveTheStream(t *testing.T) {
 		t.Fatalf("admissions = %v, want %v", got, want)
 	}
 }
+
+// TestRandomStartKeepsItsPrequeue: an event whose pre-queue waits for the
+// draw cannot leave random_start (the pre-queued would never be drawn);
+// after the draw it can.
+func TestRandomStartKeepsItsPrequeue(t *testing.T) {
+	f := MustServer(t)
+	f.MustCreateEvent(t, EventBody("keep", "queue_mode", "random_start", "opens_at", t0.Add(time.Hour).Format(time.RFC3339)))
+	MustStatus(t, f.MustDo(t, http.MethodPost, "/api/v1/events/keep/queue", simH, map[string]any{"user_type": "VIRTUAL"}), http.StatusCreated)
+	r := f.MustDo(t, http.MethodPatch, "/api/v1/admin/events/keep", adminH, map[string]any{"queue_mode": "fifo"})
+	MustError(t, r, http.StatusBadRequest, "BAD_REQUEST")
+	if _, msg := r.Err(); !strings.Contains(msg, "queue_mode") {
+		t.Errorf("message %q does not name queue_mode", msg)
+	}
+	f.Clock.Advance(time.Hour)
+	f.MustTick(t, "keep")
+	MustStatus(t, f.MustDo(t, http.MethodPatch, "/api/v1/admin/events/keep", adminH, map[string]any{"queue_mode": "fifo"}), http.StatusOK)
+}

@@ -114,6 +114,16 @@ func (c *Catalog) Update(ctx context.Context, id string, change func(*Event)) (E
 		if err := ev.Validate(now); err != nil {
 			return err
 		}
+		if old.QueueMode == ModeRandomStart && ev.QueueMode != ModeRandomStart {
+			// Its pre-queue would wait for a draw that never comes.
+			pending, err := c.eng.drawPending(ctx, id)
+			if err != nil {
+				return err
+			}
+			if pending {
+				return Errorf(CodeBadRequest, "queue_mode cannot leave random_start while its pre-queue waits for the draw at opens_at")
+			}
+		}
 		ev.ensureSeed() // events made before draws existed
 		if err := c.eng.PutEvent(ctx, *ev); err != nil {
 			return err

@@ -139,3 +139,13 @@ func (e *Engine) DrawInfo(ctx context.Context, ev Event) (DrawInfo, error) {
 	}
 	return info, nil
 }
+
+// drawPending reports whether eventID has pre-queued users its draw has not
+// yet put in line.
+func (e *Engine) drawPending(ctx context.Context, eventID string) (bool, error) {
+	d, err := e.rdb.HMGet(ctx, key(eventID, keyCounters), "prequeued", "draw").Result()
+	if err != nil {
+		return false, storeErr(ctx, err)
+	}
+	return toInt(d[0]) > 0 && d[1] != "done", nil
+}
