@@ -39,9 +39,11 @@ func TestPageSolvesChallengeAndWaitsForDraw(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("event-select"), "web-fair"),
 	)
 	b.MustWait(t, "the join button", `!document.getElementById("join").disabled`, 10*time.Second)
+	clicked := time.Now()
 	b.MustRun(t, "joining", chromedp.Click(chromedp.ID("join")))
 	b.MustWait(t, "the challenge's progress", visible("#pow-progress"), 10*time.Second)
 	b.MustWait(t, "the pre-queue state", visible("#prequeue"), 60*time.Second)
+	t.Logf("a 20-bit challenge fetched, solved and the join answered in %v", time.Since(clicked).Round(time.Millisecond))
 	if got := MustEval[string](t, b, `document.getElementById("prequeue-text").textContent`); !strings.Contains(got, "the order is drawn at") {
 		t.Fatalf("pre-queue text = %q", got)
 	}

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/rushline/rushline/internal/fair"
@@ -57,5 +58,15 @@ func TestSolvePow(t *testing.T) {
 	cancel()
 	if _, _, err := fair.SolvePow(ctx, "x", 60); err == nil {
 		t.Fatal("a cancelled search went on")
+	}
+}
+
+// BenchmarkSolvePow20 is what a 20-bit challenge costs one core in Go (a
+// bot farm's cost per join; the browser's worker is a few times slower).
+func BenchmarkSolvePow20(b *testing.B) {
+	for i := range b.N {
+		if _, _, err := fair.SolvePow(context.Background(), "bench-challenge-"+strconv.Itoa(i), 20); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
