@@ -10,7 +10,7 @@ import (
 	"github.com/rushline/rushline/internal/fair"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/recovery"
-	"github.com/rushline/rushline/server/store"
+	"github.com/rushline/rushline/server/store/storetest"
 )
 
 // TestRecoverPrequeueAndDraw: a random_start event's pre-queue comes back
@@ -18,7 +18,13 @@ import (
 // the order of the seed kept in SQL, and a second loss after the draw
 // brings back the drawn line and the finished draw.
 func TestRecoverPrequeueAndDraw(t *testing.T) {
-	r := MustRig(t, store.DialectSQLite)
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) { mustRecoverPrequeueAndDraw(t, dialect) })
+	}
+}
+
+func mustRecoverPrequeueAndDraw(t *testing.T, dialect string) {
+	r := MustRig(t, dialect)
 	opens := r.clk.Now().Add(time.Hour)
 	ev, err := queue.NewCatalog(r.db, r.eng).Create(r.ctx, queue.Event{ID: "opening", Seats: 20, Capacity: 1000,
 		AdmitBatch: 5, AdmitIntervalMS: 100, ActiveTTLS: 600, Policy: queue.PolicyBatch, Paused: true,
