@@ -317,3 +317,45 @@ func TestFairOnCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestPrequeueSurvivesRedisRestart: with AOF, a Redis crash and restart in
+// the middle of the pre-queue keeps it, the seed and the challenge spent,
+// and the draw after it goes as if nothing happened.
+func TestPrequeueSurvivesRedisRestart(t *testing.T) {
+	ctx := context.Background()
+	p := redistest.MustStart(t, redistest.AppendOnly)
+	rdb := redistest.MustClient(t, p.Addr())
+	clk := &clock{t: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)}
+	eng := queue.New(rdb, []byte("test-token-key"), queue.WithClock(clk.Now))
+	ev, opens := MustRandomStart(t, eng, "rs-aof")
+	var pre []string
+	for i := range 50 {
+		u := fmt.Sprintf("p%02d", i)
+		MustJoin(t, eng, ev.ID, u)
+		pre = append(pre, u)
+	}
+	ch := eng.IssueChallenge(ev.ID, 4)
+	sol, _, err := fair.SolvePow(ctx, ch.Challenge, ch.Bits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.CheckChallenge(ctx, ev.ID, ch.Challenge, sol); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	MustCode(t, eng.CheckChallenge(ctx, ev.ID, ch.Challenge, sol), queue.CodeChallengeFailed, "")
+	clk.t = opens
+	MustJoin(t, eng, ev.ID, "late")
+	if _, err := eng.Draw(ctx, ev.ID); err != nil {
+		t.Fatal(err)
+	}
+	want := append(fair.DrawOrder(MustSeed(t, eng, ev), pre), "late")
+	if line := MustLine(t, rdb, ev.ID); !slices.Equal(line, want) {
+		t.Fatalf("line after a restart and the draw is not the HMAC order, then FIFO")
+	}
+}
