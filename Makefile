@@ -3,8 +3,10 @@ GO        ?= go
 BIN       := bin
 PKGS      := ./...
 # Most tests wait on real time (admission ticks, countdowns, child processes,
-# a browser), so three packages at a time keep two cores busy.
-TESTFLAGS ?= -race -count=1 -timeout 20m -p 3
+# a browser), so three packages at a time keep two cores busy, and up to six
+# of a package's parallel tests run at once (go test's default is GOMAXPROCS,
+# two here): server/app's replica, fault and drop tests mostly wait.
+TESTFLAGS ?= -race -count=1 -timeout 20m -p 3 -parallel 6
 # The inner loop leaves out the race detector: with it test-short took 58-81 s
 # on a shared two-core machine, without it about 40 s. make test (CI) has it.
 SHORTFLAGS ?= -short -count=1 -timeout 5m -p 3

@@ -8,8 +8,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -108,6 +110,10 @@ type DropFigures struct {
 	RedisCPUS           float64 `json:"redis_cpu_s"`
 	ServerCPUS          float64 `json:"server_cpu_s"`
 	ServerRSSPeakMB     float64 `json:"server_rss_peak_mb"`
+	// Contention is the machine's CPU in the first seconds after the opening,
+	// when the people are promoted: what the drop's processes got and what
+	// other work took (nil when unmeasured).
+	Contention *Contention `json:"contention,omitempty"`
 	// CrowdJoinedS, SoldOutS and FinishedS are seconds from the opening
 	// (0: did not happen).
 	CrowdJoinedS float64 `json:"crowd_joined_s"`
@@ -118,6 +124,63 @@ type DropFigures struct {
 	Promotions []DropPromotion `json:"promotions"`
 
 	redisVersion string
+}
+
+// Contention is how the machine's CPU was shared over a stretch of a run,
+// in cores: a promotion stall with Ours low and Others high is the machine's,
+// not the server's.
+type Contention struct {
+	Seconds float64 `json:"seconds"`
+	// Ours is the server, its Redis and the bench together; Others is every
+	// other busy CPU of the machine.
+	Ours   float64 `json:"ours_cores"`
+	Others float64 `json:"others_cores"`
+}
+
+// contentionWindow is the stretch after the opening Contention covers.
+const contentionWindow = 3 * time.Second
+
+// cpuSnap is the machine's busy CPU and the drop's processes' CPU at once.
+type cpuSnap struct {
+	at         time.Time
+	busy, ours time.Duration
+}
+
+func (r *dropRun) snap() cpuSnap {
+	return cpuSnap{at: time.Now(), busy: machineBusy(),
+		ours: procCPU(r.rp.Pid()) + r.srv.CPUTime() + procCPU(os.Getpid())}
+}
+
+// contention compares two snapshots.
+func contention(a, b cpuSnap) *Contention {
+	s := b.at.Sub(a.at).Seconds()
+	if s <= 0 || b.busy == 0 {
+		return nil
+	}
+	ours := (b.ours - a.ours).Seconds() / s
+	return &Contention{Seconds: s, Ours: ours, Others: max((b.busy-a.busy).Seconds()/s-ours, 0)}
+}
+
+// machineBusy is the machine's CPU time spent other than idle or waiting
+// for I/O, from /proc/stat (0 if unknown).
+func machineBusy() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 6 || f[0] != "cpu" {
+		return 0
+	}
+	var busy int64
+	for i, v := range f[1:] {
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return time.Duration(busy) * time.Second / clockTicks
 }
 
 // DropSample is the drop's live figures at T seconds from the opening.
@@ -311,7 +374,15 @@ func (r *dropRun) race(ctx context.Context) error {
 		return ctx.Err()
 	}
 	cpu0 := [2]time.Duration{procCPU(r.rp.Pid()), r.srv.CPUTime()}
+	snap0 := r.snap()
+	var contended sync.WaitGroup
+	contended.Go(func() {
+		if ctxsleep.Sleep(ctx, contentionWindow) {
+			r.res.Contention = contention(snap0, r.snap())
+		}
+	})
 	err := r.sample(ctx)
+	contended.Wait()
 	cpu1 := [2]time.Duration{procCPU(r.rp.Pid()), r.srv.CPUTime()}
 	r.res.RedisCPUS, r.res.ServerCPUS = (cpu1[0] - cpu0[0]).Seconds(), (cpu1[1] - cpu0[1]).Seconds()
 	if n := float64(r.res.CrowdJoined); n > 0 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -190,7 +191,7 @@ func (d *DropFigures) dropRows() []htmlRatio {
 			outcomes = append(outcomes, fmt.Sprintf("%s %d", o, n))
 		}
 	}
-	return []htmlRatio{
+	rows := []htmlRatio{
 		{Name: "crowd joined", Value: fmt.Sprintf("%d of %d", d.CrowdJoined, d.Crowd), Verdict: check(d.CrowdJoined == int64(d.Crowd))},
 		{Name: fmt.Sprintf("people joined / admitted (%d at their join) / bought a seat", d.AdmittedAtJoin),
 			Value: fmt.Sprintf("%d / %d / %d", d.PeopleJoined, d.PeopleAdmitted, d.PeopleBought)},
@@ -213,6 +214,13 @@ func (d *DropFigures) dropRows() []htmlRatio {
 			Value: fmt.Sprint(d.SoldTwice), Verdict: check(d.SoldTwice == 0 && d.SQLConflicts == 0)},
 		{Name: "consistency checks failed", Value: fmt.Sprint(len(d.Mismatches)), Verdict: check(len(d.Mismatches) == 0)},
 	}
+	if c := d.Contention; c != nil {
+		// After the latency rows: a stall with little CPU for us is the machine's.
+		rows = slices.Insert(rows, 4, htmlRatio{
+			Name:  fmt.Sprintf("CPU in the first %s s after the opening: the drop's processes (server, Redis, bench) / other work", num(c.Seconds)),
+			Value: fmt.Sprintf("%s / %s cores", num(c.Ours), num(c.Others))})
+	}
+	return rows
 }
 
 // dropMarkdown writes the drop step's section.

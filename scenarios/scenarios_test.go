@@ -3,9 +3,11 @@ package scenarios_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/rushline/rushline/scenarios"
+	"github.com/rushline/rushline/simulator/scenario"
 )
 
 func TestEveryFileParsesAndIsNamedAfterItsFile(t *testing.T) {
@@ -64,5 +66,24 @@ func TestLoadReturnsFreshCopies(t *testing.T) {
 	}
 	if b.Event.Create.Seats == 1 {
 		t.Error("a change to one loaded scenario showed in the next")
+	}
+}
+
+// TestScenariosAreRaces: no scenario offers more seats than it has bots
+// (a closed model's count depends on the run), and the practice scenarios
+// ask for the order steps.
+func TestScenariosAreRaces(t *testing.T) {
+	all, err := scenarios.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range all {
+		closed := slices.ContainsFunc(sc.Phases, func(p scenario.Phase) bool { return p.ExpectedArrivals() < 0 })
+		if seats := sc.Event.Create.Seats; !closed && seats > sc.PlannedBots() {
+			t.Errorf("%s: %d seats for %d bots: no race", sc.Name, seats, sc.PlannedBots())
+		}
+		if strings.HasPrefix(sc.Name, "practice") && len(sc.Steps) == 0 {
+			t.Errorf("%s: a practice scenario without order steps", sc.Name)
+		}
 	}
 }

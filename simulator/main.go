@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/rushline/rushline/internal/didyoumean"
 	"github.com/rushline/rushline/simulator/engine"
 	"github.com/rushline/rushline/simulator/report"
+	"github.com/rushline/rushline/simulator/results"
 )
 
 // exitThresholds is the exit status of a run whose thresholds failed (as k6).
@@ -62,20 +64,43 @@ func runCmd() *cobra.Command {
 	var (
 		cfg      engine.Config
 		shard    string
+		shards   int
+		startAt  string
+		store    string
+		runID    string
 		out      string
 		progress time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "run SCENARIO.yaml|NAME --target URL",
 		Short: "Run a scenario file or a shipped scenario and write its reports (text on stdout, JSON and HTML files)",
-		Args:  cobra.ExactArgs(1),
+		Long:  "Run a scenario file or a shipped scenario and write its reports (text on stdout, JSON and HTML files).\nWithout an argument the scenario is $RUSHLINE_SCENARIO.",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := loadScenario(args[0])
+			name := os.Getenv("RUSHLINE_SCENARIO")
+			if len(args) == 1 {
+				name = args[0]
+			}
+			if name == "" {
+				return errors.New("run: name a scenario file or a shipped scenario (or set $RUSHLINE_SCENARIO)")
+			}
+			sc, err := loadScenario(name)
 			if err != nil {
 				return err
 			}
-			if cfg.Shard, cfg.Shards, err = report.ParseShard(shard); err != nil {
+			if cfg.Shard, cfg.Shards, err = results.ParseShard(shard, shards, os.Getenv); err != nil {
 				return fmt.Errorf("--shard: %w", err)
+			}
+			if startAt != "" {
+				if cfg.StartAt, err = time.Parse(time.RFC3339Nano, startAt); err != nil {
+					return fmt.Errorf("--start-at: want an RFC 3339 time such as 2026-11-25T20:00:00Z: %w", err)
+				}
+			}
+			var sink *results.Sink
+			if store != "" {
+				if sink, err = results.NewSink(store, runID, cfg.Shard, cfg.Shards); err != nil {
+					return fmt.Errorf("--results: %w", err)
+				}
 			}
 			// A terminal gets a line redrawn each second; a pipe or a log
 			// file a line of its own every --progress.
@@ -87,17 +112,23 @@ func runCmd() *cobra.Command {
 			}
 			raw, runErr := engine.Run(cmd.Context(), sc, cfg)
 			if raw.EventID == "" {
-				return runErr
+				return sink.Failed(cmd.Context(), runErr)
 			}
 			rep, err := report.Build(raw, sc.Thresholds)
 			if err != nil {
-				return err
+				return sink.Failed(cmd.Context(), err)
 			}
-			if err := writeReports(cmd, rep, out, sc.Name, shard); err != nil {
+			if err := writeReports(cmd, rep, out, sc.Name, raw.Shard); err != nil {
 				return err
 			}
 			if runErr != nil && !errors.Is(runErr, context.Canceled) {
-				return runErr
+				return sink.Failed(cmd.Context(), runErr)
+			}
+			if err := sink.Done(cmd.Context(), rep); err != nil {
+				return err
+			}
+			if sink != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "stored", sink)
 			}
 			return verdict(rep)
 		},
@@ -106,12 +137,32 @@ func runCmd() *cobra.Command {
 	f.StringVar(&cfg.Target, "target", env("RUSHLINE_TARGET", "http://127.0.0.1:8080"), "server base URL ($RUSHLINE_TARGET)")
 	f.StringVar(&cfg.SimulatorKey, "simulator-key", env("RUSHLINE_SIMULATOR_KEY", ""), "simulator key ($RUSHLINE_SIMULATOR_KEY)")
 	f.StringVar(&cfg.AdminKey, "admin-key", env("RUSHLINE_ADMIN_KEY", ""), "admin key, to create the event ($RUSHLINE_ADMIN_KEY)")
-	f.StringVar(&cfg.EventID, "event", "", "event id to create or use (overrides the scenario; needed to shard a run that creates its event)")
-	f.StringVar(&shard, "shard", "", "run shard `I/N` of the arrivals (e.g. 1/2); merge the shards' JSON with rushline-sim report")
+	f.StringVar(&cfg.EventID, "event", env("RUSHLINE_EVENT", ""), "event id to create or use (overrides the scenario; needed to shard a run that creates its event) ($RUSHLINE_EVENT)")
+	f.StringVar(&shard, "shard", env("RUSHLINE_SHARD", ""), "run shard `I/N` of the arrivals (e.g. 1/2), or auto: I from $JOB_COMPLETION_INDEX (0-based, as a Kubernetes Indexed Job sets it), N from --shards ($RUSHLINE_SHARD)")
+	f.IntVar(&shards, "shards", envInt("RUSHLINE_SHARDS"), "shard count for --shard auto ($RUSHLINE_SHARDS)")
+	f.StringVar(&startAt, "start-at", env("RUSHLINE_START_AT", ""), "start the scenario clock at this RFC 3339 instant, counting down until then; give every shard the same one ($RUSHLINE_START_AT)")
+	f.StringVar(&store, "results", env("RUSHLINE_RESULTS", ""), "also store this shard's result under `LOCATION`/RUN for rushline-sim report --merge: a folder or s3://bucket[/prefix] ($RUSHLINE_RESULTS)")
+	f.StringVar(&runID, "run-id", env("RUSHLINE_RUN_ID", ""), "the run's name under --results; every shard of a run gives the same one ($RUSHLINE_RUN_ID)")
 	f.DurationVar(&cfg.Grace, "grace", engine.DefaultGrace, "how long to wait for bots still in flight after the last phase")
-	f.StringVar(&out, "out", ".", "folder for the JSON and HTML reports")
+	f.DurationVar(&cfg.LagTolerance, "lag-tolerance", report.DefaultLagTolerance, "arrivals later than this at p99 flag the run \"load generator saturated\"")
+	f.IntVar(&cfg.MaxStreams, "max-streams", 0, "most SSE streams this process holds at once (0: what its descriptor limit allows); bots beyond wait their turn")
+	f.BoolVar(&cfg.KeepBots, "raw-bots", false, "keep every bot's journey in the JSON report, beside the aggregates")
+	f.BoolVar(&cfg.KeepRequests, "raw-requests", false, "keep every request in the JSON report, beside the aggregates (large: ~200 B a request)")
+	f.StringVar(&out, "out", env("RUSHLINE_OUT", "."), "folder for the JSON and HTML reports ($RUSHLINE_OUT)")
 	f.DurationVar(&progress, "progress", 5*time.Second, "when stderr is not a terminal, print a progress line this often (0: none); a terminal gets a live line")
 	return cmd
+}
+
+// envInt is the whole number in environment variable name, 0 when unset or not one.
+func envInt(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
+}
+
+// envDuration is the duration in environment variable name, 0 when unset or not one.
+func envDuration(name string) time.Duration {
+	d, _ := time.ParseDuration(os.Getenv(name))
+	return d
 }
 
 func validateCmd() *cobra.Command {
@@ -139,13 +190,33 @@ func validateCmd() *cobra.Command {
 }
 
 func reportCmd() *cobra.Command {
-	var out, name string
+	var (
+		out, name, merge string
+		partial          bool
+		wait             time.Duration
+	)
 	cmd := &cobra.Command{
-		Use:   "report RUN.json [RUN.json …]",
+		Use:   "report RUN.json [RUN.json …] | report --merge LOCATION/RUN",
 		Short: "Re-render one saved run, or merge several (e.g. shards) into one report",
-		Args:  cobra.MinimumNArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if merge == "" {
+				return cobra.MinimumNArgs(1)(cmd, args)
+			}
+			return cobra.NoArgs(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			reps := make([]*report.Report, 0, len(args))
+			var reps []*report.Report
+			if merge != "" {
+				var problem string
+				var err error
+				reps, problem, err = results.Collect(cmd.Context(), merge, wait, partial)
+				if err != nil {
+					return err
+				}
+				if problem != "" {
+					fmt.Fprintln(cmd.ErrOrStderr(), "rushline-sim: merging without", problem)
+				}
+			}
 			for _, p := range args {
 				f, err := os.Open(p)
 				if err != nil {
@@ -165,11 +236,19 @@ func reportCmd() *cobra.Command {
 			if err := writeReports(cmd, rep, out, name, "merged"); err != nil {
 				return err
 			}
+			if merge != "" {
+				if err := results.StoreMerged(cmd.Context(), merge, rep); err != nil {
+					return err
+				}
+			}
 			return verdict(rep)
 		},
 	}
-	cmd.Flags().StringVar(&out, "out", ".", "folder for the merged JSON and HTML reports")
+	cmd.Flags().StringVar(&out, "out", env("RUSHLINE_OUT", "."), "folder for the merged JSON and HTML reports ($RUSHLINE_OUT)")
 	cmd.Flags().StringVar(&name, "name", "report", "file name stem of the merged reports")
+	cmd.Flags().StringVar(&merge, "merge", env("RUSHLINE_MERGE", ""), "merge every shard stored under `LOCATION/RUN` (a folder or s3://bucket[/prefix], then the run's name), and store the merged report there too; missing or failed shards are an error ($RUSHLINE_MERGE)")
+	cmd.Flags().DurationVar(&wait, "wait", envDuration("RUSHLINE_MERGE_WAIT"), "with --merge, wait up to this long for shards still missing, e.g. when started beside the shards' Job ($RUSHLINE_MERGE_WAIT)")
+	cmd.Flags().BoolVar(&partial, "partial", false, "with --merge, merge the shards there are and name the missing or failed ones instead of failing")
 	return cmd
 }
 

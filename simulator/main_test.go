@@ -122,7 +122,7 @@ func TestRunProgressIntoAPipe(t *testing.T) {
 	if strings.Contains(errOut, "\r") {
 		t.Errorf("progress redrawn with \\r into a pipe:\n%q", errOut)
 	}
-	line := regexp.MustCompile(`(?m)^\s*\d+s  bots \d+  joined \d+  waiting \d+  active \d+  done \d+  \|  \d+ joins/s  \d+ done/s$`)
+	line := regexp.MustCompile(`(?m)^\s*\d+s  bots \d+  held back \d+  joined \d+  waiting \d+  active \d+  done \d+  \|  \d+ joins/s  \d+ done/s$`)
 	lines := line.FindAllString(errOut, -1)
 	// The phase lasts a second: at least one tick, and the line at the end.
 	if len(lines) < 2 {

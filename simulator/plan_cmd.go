@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -59,6 +60,33 @@ func planCmd() *cobra.Command {
 	fl.Float64Var(&f.vc.Scale, "validate-scale", plan.DefaultValidateScale, "share of the crowd --validate runs")
 	fl.IntVar(&f.vc.MaxBots, "validate-max", plan.DefaultValidateMax, "most bots --validate runs")
 	fl.Float64Var(&f.vc.Speedup, "validate-speedup", 1, "run --validate this many times faster (durations, think times, window and interval divided by it)")
+	cmd.AddCommand(planShardsCmd())
+	return cmd
+}
+
+func planShardsCmd() *cobra.Command {
+	var s plan.LoadShape
+	c := plan.DefaultLoadCapacity
+	cmd := &cobra.Command{
+		Use:   "shards --users N [--over 60s | --peak ARRIVALS/S]",
+		Short: "How many rushline-sim shards (processes, Job pods) a crowd of N virtual users needs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := plan.PlanShards(s, c)
+			if err != nil {
+				return err
+			}
+			return p.WriteText(cmd.OutOrStdout())
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&s.Users, "users", 0, "virtual users to drive")
+	fl.Float64Var(&s.PollShare, "poll-share", 0, "share of them polling instead of streaming, 0–1")
+	fl.DurationVar(&s.Over, "over", time.Minute, "how long they take to arrive")
+	fl.Float64Var(&s.Peak, "peak", 0, "arrivals per second at the busiest moment (default users ÷ over)")
+	fl.IntVar(&c.StreamBots, "stream-bots", c.StreamBots, "streaming bots one process holds (simulator/README.md)")
+	fl.IntVar(&c.PollBots, "poll-bots", c.PollBots, "polling bots one process holds")
+	fl.Float64Var(&c.Arrivals, "arrivals", c.Arrivals, "arrivals per second one process starts on schedule")
 	return cmd
 }
 

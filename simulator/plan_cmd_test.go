@@ -65,3 +65,13 @@ func TestPlanCmd(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanShardsCommand(t *testing.T) {
+	out, _, err := MustSim(t, "plan", "shards", "--users", "300000", "--over", "1m", "--stream-bots", "10000")
+	if err != nil || !strings.Contains(out, "shards: 30 ") || !strings.Contains(out, "RUSHLINE_SHARDS=30") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if _, _, err := MustSim(t, "plan", "shards"); err == nil {
+		t.Fatal("plan shards without --users succeeded")
+	}
+}

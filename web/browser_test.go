@@ -35,7 +35,7 @@ import (
 // in Cleanup.
 func MustStartServer(tb testing.TB, practice ...*scenario.Scenario) (*app.Server, string) {
 	tb.Helper()
-	return MustStartServerWith(tb, func(c *app.Config) { c.PracticeScenarios = practice })
+	return MustStartServerWith(tb, func(c *app.Config) { c.DropScenarios = practice })
 }
 
 // MustStartServerWith is MustStartServer with the configuration changed by set.
@@ -440,7 +440,7 @@ func TestPracticeRace(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("p-opens-in"), "8"),
 		chromedp.Click(chromedp.ID("p-create")),
 	)
-	b.MustWait(t, "the countdown", visible("#join-btn")+` && /^#\/race\/practice-/.test(location.hash)`, 30*time.Second)
+	b.MustWait(t, "the countdown", visible("#join-btn")+` && /^#\/race\/drop-solo-/.test(location.hash)`, 30*time.Second)
 	eventID := MustEval[string](t, b, `decodeURIComponent(location.hash.split("/")[2])`)
 	token := MustEval[string](t, b, `JSON.parse(localStorage.getItem("rushline.practice.session")).access_token`)
 	auth := map[string]string{"Authorization": "Bearer " + token}
@@ -525,13 +525,7 @@ func TestPracticeRace(t *testing.T) {
 
 	b.MustWait(t, "a free seat", `!!document.querySelector("#s-map button.seat:not([disabled])")`, 10*time.Second)
 	b.MustShot(t, "seats.png")
-	var bought bool
-	for try := 0; try < 10 && !bought; try++ {
-		b.MustRun(t, "buying a seat", chromedp.Click(chromedp.CSS(`#s-map button.seat:not([disabled])`)))
-		b.MustWait(t, "the order's answer", `!document.querySelector("#s-map[data-busy]")`, 10*time.Second)
-		bought = MustEval[bool](t, b, `document.getElementById("s-note").textContent.includes("is yours")`)
-	}
-	if !bought {
+	if !mustBuy(t, b) {
 		note := MustEval[string](t, b, `document.getElementById("s-note").textContent`)
 		t.Fatalf("no seat bought; the page says %q", note)
 	}

@@ -94,13 +94,7 @@ func TestPracticeDrop(t *testing.T) {
 
 	b.MustWait(t, "a free seat", `!!document.querySelector("#s-map button.seat:not([disabled])")`, 30*time.Second)
 	b.MustShot(t, "drop-seats.png")
-	var bought bool
-	for try := 0; try < 10 && !bought; try++ {
-		b.MustRun(t, "buying a seat", chromedp.Click(chromedp.CSS(`#s-map button.seat:not([disabled])`)))
-		b.MustWait(t, "the order's answer", `!document.querySelector("#s-map[data-busy]")`, 10*time.Second)
-		bought = MustEval[bool](t, b, `document.getElementById("s-note").textContent.includes("is yours")`)
-	}
-	if !bought {
+	if !mustBuy(t, b) {
 		t.Fatalf("no seat bought; the page says %q", MustEval[string](t, b, `document.getElementById("s-note").textContent`))
 	}
 
@@ -142,6 +136,7 @@ func TestPracticeDrop(t *testing.T) {
 	}
 	b.MustWait(t, "the day's leaderboard", `[...document.querySelectorAll("#dlb-table tbody tr.me")].some(r => r.textContent.includes("dropper") && r.textContent.includes(`+strconv.Quote(*mine.Seat)+`))`, 10*time.Second)
 	b.MustShot(t, "drop-result.png")
+	b.MustWait(t, "the page to settle", settled, 5*time.Second)
 	b.MustRun(t, "the week's leaderboard", chromedp.Click(chromedp.CSS(`label[for="dlb-week"]`)))
 	b.MustWait(t, "the week's leaderboard", `document.getElementById("dlb-week").checked && document.querySelectorAll("#dlb-table tbody tr.me").length === 1`, 10*time.Second)
 	b.MustPhone(t)
@@ -149,6 +144,7 @@ func TestPracticeDrop(t *testing.T) {
 
 	// The solo race is still one click away.
 	b.MustRun(t, "back to the front", chromedp.Click(chromedp.ID("dres-next")))
+	b.MustWait(t, "the page to settle", settled, 5*time.Second)
 	// The front has loaded its drop before the click: the card grows by its
 	// "after" links (shown for a drop this person joined) when it does, and
 	// would move the link under a click aimed before that.

@@ -97,7 +97,8 @@ func TestPracticeSeatSections(t *testing.T) {
 	b.MustWait(t, "a free seat of the second section", `!!document.querySelector('#s-map button[data-seat="GS-1"]') && !!document.querySelector('#s-map button.seat:not([disabled])')`, 10*time.Second)
 	b.MustShot(t, "practice-sections.png")
 	seat := MustEval[string](t, b, `document.querySelector('#s-map button.seat:not([disabled])').dataset.seat`)
-	b.MustRun(t, "buying it", chromedp.Click(chromedp.CSS(`#s-map button[data-seat="`+seat+`"]`)))
+	mustPick(t, b, `#s-map button[data-seat="`+seat+`"]`)
+	b.MustRun(t, "buying it", chromedp.Click(chromedp.ID("s-confirm")))
 	b.MustWait(t, "the order's answer", `document.getElementById("s-note").textContent.includes("is yours")`, 10*time.Second)
 	if got := MustEval[string](t, b, `document.getElementById("s-note").textContent`); !strings.Contains(got, seat) {
 		t.Errorf("the page says %q, want seat %s bought", got, seat)

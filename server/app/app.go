@@ -62,16 +62,15 @@ type Config struct {
 	// Embedded picks the zero-config Redis when RedisURL is empty: "" tries a
 	// private redis-server, then miniredis; "redis-server" or "miniredis" insists.
 	Embedded string
-	// PracticeScenarios replaces the embedded practice scenarios when set.
-	PracticeScenarios []*scenario.Scenario
-	// PracticeLimits bounds practice races; zero fields keep the defaults.
-	PracticeLimits practice.Limits
+	// SoloLimits bound the solo practice races; zero fields keep the defaults.
+	SoloLimits drop.SoloLimits
 	// MaxStreams is the most streams open at once (--max-streams); 0 derives
 	// it from the descriptor limit (httpapi.DefaultStreamCeiling).
 	MaxStreams int
 	// Drops are the schedules of practice drops (--drops); none when empty.
 	Drops []drop.Schedule
-	// DropScenarios replaces the embedded scenarios drops use, when set.
+	// DropScenarios replaces the embedded scenarios drops and solo races
+	// use, when set.
 	DropScenarios []*scenario.Scenario
 }
 
@@ -94,19 +93,6 @@ func tokenKey(secret string) []byte {
 	m := hmac.New(sha256.New, []byte(secret))
 	m.Write([]byte("rushline queue tokens v1"))
 	return m.Sum(nil)
-}
-
-// loopback is a dialable address of a listener: its own, or loopback when
-// it listens on every interface.
-func loopback(a net.Addr) string {
-	host, port, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port)
 }
 
 // limiter counts rules in rdb, shared with every replica; nil when off.
@@ -223,17 +209,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		push.WithObserver(m), push.WithLogger(log))
 	cleanups = append(cleanups, hub.Close)
 
-	// Practice bots reach this very server through its HTTP API.
-	popts := []practice.Option{practice.WithLogger(log), practice.WithForgetter(m), practice.WithLimits(cfg.PracticeLimits)}
-	if len(cfg.PracticeScenarios) > 0 {
-		popts = append(popts, practice.WithScenarios(cfg.PracticeScenarios...))
-	}
-	races, err := practice.New(eng, catalog, db, "http://"+loopback(ln.Addr()), keys.Simulator, popts...)
-	if err != nil {
-		cleanup()
-		return nil, err
-	}
-	dopts := []drop.Option{drop.WithSchedules(cfg.Drops...), drop.WithLogger(log), drop.WithForgetter(m)}
+	dopts := []drop.Option{drop.WithSchedules(cfg.Drops...), drop.WithLogger(log), drop.WithForgetter(m),
+		drop.WithSoloLimits(cfg.SoloLimits)}
 	if len(cfg.DropScenarios) > 0 {
 		dopts = append(dopts, drop.WithScenarios(cfg.DropScenarios...))
 	}
@@ -243,9 +220,15 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cleanup()
 		return nil, err
 	}
+	orders, err := orderSteps(eng, rdb, drops, cfg.DropScenarios)
+	if err != nil {
+		_ = ln.Close()
+		cleanup()
+		return nil, err
+	}
 	api := httpapi.New(httpapi.Deps{
-		Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
-		TrustProxy: cfg.TrustProxy, Practice: races, Drops: drops, Limiter: limiter(rdb, cfg.RateLimit, log),
+		Steps: orders, Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
+		TrustProxy: cfg.TrustProxy, Practice: practice.New(drops, eng), Drops: drops, Limiter: limiter(rdb, cfg.RateLimit, log),
 		BindDevice: cfg.BindDevice, Priority: queue.NewPriority(db, eng), StreamCeiling: streamCeiling(cfg.MaxStreams, log),
 		AdmissionLog: db,
 		Ready: map[string]func(context.Context) error{
@@ -282,7 +265,6 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		case <-ctx.Done():
 		case err = <-serveErr:
 		}
-		races.Close() // bots first: they are clients of this server
 		shutCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = srv.Shutdown(shutCtx)
 		cancel()

@@ -225,6 +225,7 @@ func TestEndToEnd(t *testing.T) {
 }
 
 func TestEventsSurviveRestart(t *testing.T) {
+	t.Parallel()
 	for _, embedded := range []string{"redis-server", "miniredis"} {
 		t.Run(embedded, func(t *testing.T) {
 			dir := t.TempDir()

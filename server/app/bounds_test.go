@@ -164,6 +164,7 @@ func TestStreamFloodOnOneToken(t *testing.T) {
 	if testing.Short() {
 		t.Skip("21,000 requests: not in -short")
 	}
+	t.Parallel()
 	const (
 		event    = "flood"
 		attempts = 21_000
@@ -239,6 +240,7 @@ func TestStreamCeilingOfTheProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("hundreds of streams of a child process: not in -short")
 	}
+	t.Parallel()
 	const (
 		event       = "ceiling"
 		descriptors = 512
@@ -330,6 +332,7 @@ func TestSeatMapMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,600 section reads of a 1,000,000-seat map: not in -short")
 	}
+	t.Parallel()
 	const (
 		event   = "million"
 		seats   = 1_000_000

@@ -229,17 +229,28 @@ func TestRedisRestartDuringRun(t *testing.T) {
 			hc := newHTTPClient(t)
 			qurl := func(tok string) string { return base + "/api/v1/events/" + fifoEvent + "/queue/" + tok }
 
-			mustCreate(ctx, t, hc, base, keys, fifoEvent, 200, 10, 50, true)
+			// 10 every 250 ms: a pause that lands seconds late on a loaded
+			// machine still leaves the tail of the line waiting.
+			mustCreate(ctx, t, hc, base, keys, fifoEvent, 200, 10, 250, true)
 			tokens := byArrival(mustJoinBots(ctx, t, hc, []string{base}, keys, fifoEvent, "r", n))
 			mustAdmin(ctx, t, hc, base, keys, fifoEvent, "resume")
 			eventually(ctx, t, "some admitted", func() error {
 				st, err := stats(ctx, hc, base, fifoEvent)
-				if err == nil && st.AdmittedTotal < 30 {
+				if err == nil && st.AdmittedTotal < 10 {
 					err = fmt.Errorf("%d admitted", st.AdmittedTotal)
 				}
 				return err
 			})
 			mustAdmin(ctx, t, hc, base, keys, fifoEvent, "pause")
+			// The leaver and the listener must still be waiting, or the
+			// totals below mean nothing.
+			var leaver statusBody
+			if err := call(ctx, hc, "GET", qurl(tokens[90].Token), nil, nil, 200, &leaver); err != nil {
+				t.Fatal(err)
+			}
+			if leaver.Status != "WAITING" {
+				t.Fatalf("token 90 is %s at the pause, want WAITING: admission ran 80 places past the first 10", leaver.Status)
+			}
 			for i := range 5 {
 				if err := call(ctx, hc, "POST", base+"/api/v1/events/"+fifoEvent+"/orders", sim,
 					map[string]string{"token": tokens[i].Token, "seat": queue.SeatID(200, i)}, 201, nil); err != nil {

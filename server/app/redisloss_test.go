@@ -89,6 +89,7 @@ func TestFlushAllThenRestartThenBuy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test: runs in make test")
 	}
+	t.Parallel()
 	for _, dialect := range storetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			const (
@@ -293,6 +294,7 @@ func TestFlushAllUnderLoad(t *testing.T) {
 	if testing.Short() {
 		t.Skip("FLUSHALL under load takes about 10 s per database under -race")
 	}
+	t.Parallel()
 	for _, dialect := range storetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			const (
@@ -522,6 +524,7 @@ var rebuildsRe = regexp.MustCompile(`rushline_event_rebuilds_total\{event="([^"]
 // after a FLUSHALL exactly one of them rebuilds the event and both serve the
 // same line afterwards.
 func TestFlushAllWithTwoReplicas(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), faultTimeout)
 	defer cancel()
 	rp := redistest.MustStart(t)

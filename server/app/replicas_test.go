@@ -27,7 +27,7 @@ import (
 )
 
 // replicaTimeout bounds each replica test as a whole.
-const replicaTimeout = 60 * time.Second
+const replicaTimeout = 3 * time.Minute
 
 // replica is one rushline-server of a group sharing a Redis and a database.
 type replica struct {
@@ -528,6 +528,7 @@ func TestReplicaKilledMidRun(t *testing.T) {
 	if testing.Short() {
 		t.Skip("replica-kill test: runs in make test")
 	}
+	t.Parallel()
 	const n = 600
 	ctx, cancel := context.WithTimeout(context.Background(), replicaTimeout)
 	defer cancel()

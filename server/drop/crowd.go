@@ -189,3 +189,17 @@ func (p *Plan) ReactionQuantile(joined int, q float64) time.Duration {
 	k := min(int(q*float64(joined)), joined-1)
 	return p.Offset(k)
 }
+
+// Share is the share (0..1) of the crowd joined by elapsed after the
+// opening, from the plan's grid: the same for every size and seed.
+func (p *Plan) Share(elapsed time.Duration) float64 {
+	if elapsed <= 0 {
+		return 0
+	}
+	x := float64(elapsed) / p.step
+	j := int(x)
+	if j >= len(p.cdf)-1 {
+		return 1
+	}
+	return p.cdf[j] + (x-float64(j))*(p.cdf[j+1]-p.cdf[j])
+}

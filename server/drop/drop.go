@@ -65,6 +65,11 @@ type Drop struct {
 	// an admin's.
 	Schedule  string    `json:"schedule,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// Owner is the one person who may race a private drop (a solo practice
+	// race); empty for a public drop. Client is the address it was started
+	// from.
+	Owner  string `json:"-"`
+	Client string `json:"-"`
 	// Final is set once the drop is finished.
 	Final *Final `json:"-"`
 	// Held is true while the drop's event is kept (its line in Redis, its
@@ -87,6 +92,9 @@ type Final struct {
 	CrowdP90    time.Duration
 	CrowdP99    time.Duration
 }
+
+// Private reports whether the drop is a solo race, one person's alone.
+func (d Drop) Private() bool { return d.Owner != "" }
 
 // Phase is the drop's phase at now.
 func (d Drop) Phase(now time.Time) Phase {

@@ -45,7 +45,7 @@ func TestDropPlaysItsCrowd(t *testing.T) {
 			r := w.MustReplica(t, "r1")
 			// 400 ms after the opening Alice presses, behind the crowd due by then.
 			w.clk.Set(d.OpensAt.Add(400 * time.Millisecond))
-			plan, err := r.svc.PlanOf(d)
+			plan, err := r.svc.Plan(d)
 			if err != nil {
 				t.Fatal(err)
 			}

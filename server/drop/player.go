@@ -72,7 +72,9 @@ type player struct {
 	plan   *Plan
 	prefix string
 
-	cursor  int64
+	cursor int64
+	// chunks are the crowd joins not yet in SQL.
+	chunks  []queue.CrowdChunk
 	ck      queue.CrowdCheckpoint
 	pending buyers
 	queued  map[string]bool
@@ -123,6 +125,18 @@ func (p *player) load(ctx context.Context) error {
 		return err
 	}
 	p.cursor, p.ck = st.Cursor, st.CrowdCheckpoint
+	// Redis may have lost the cursor (its data flushed, the event rebuilt
+	// from SQL): SQL knows the crowd joined at least this far.
+	floor, err := s.store.CrowdFloor(ctx, p.d.Event, p.prefix)
+	if err != nil {
+		return err
+	}
+	if floor > p.cursor {
+		if err := p.raise(ctx, floor); err != nil {
+			return err
+		}
+		s.log.Warn("drop: crowd cursor restored from SQL", "drop", p.d.ID, "redis", st.Cursor, "sql", floor)
+	}
 	p.seats = newSeatMap(p.d.Seats)
 	sold, err := s.eng.SeatsTaken(ctx, p.d.Event)
 	if err != nil {
@@ -205,12 +219,47 @@ func (p *player) join(ctx context.Context, now time.Time) error {
 		if err != nil {
 			return err
 		}
-		if res.Follower {
+		switch {
+		case res.Follower:
 			return errLostLease
+		case res.Moved && res.Cursor < p.cursor:
+			// Redis lost the cursor since: put it back, never rejoin anyone.
+			if err := p.raise(ctx, p.cursor); err != nil {
+				return err
+			}
+			continue
+		case !res.Moved:
+			p.note(queue.CrowdChunk{EventID: p.d.Event, Prefix: p.prefix, Cursor: p.cursor, N: n, FirstSeq: res.FirstSeq})
 		}
 		p.cursor = res.Cursor
 	}
 	return nil
+}
+
+// raise moves the crowd cursor in Redis up to cursor.
+func (p *player) raise(ctx context.Context, cursor int64) error {
+	at, held, err := p.s.eng.RaiseCrowdCursor(ctx, p.d.Event, p.s.replica, cursor)
+	if err != nil {
+		return err
+	}
+	if !held {
+		return errLostLease
+	}
+	p.cursor = at
+	return nil
+}
+
+// note keeps a crowd join for SQL, one chunk with the one before when
+// nobody joined between them.
+func (p *player) note(c queue.CrowdChunk) {
+	if n := len(p.chunks); n > 0 {
+		last := &p.chunks[n-1]
+		if last.End() == c.Cursor && last.FirstSeq+int64(last.N) == c.FirstSeq {
+			last.N += c.N
+			return
+		}
+	}
+	p.chunks = append(p.chunks, c)
 }
 
 // read follows the event's records, up to pages pages.
@@ -273,7 +322,8 @@ func (p *player) person(r queue.Record) {
 		}
 		x = &person{Result: Result{DropID: p.d.ID, UserID: r.UserID, Seq: r.Seq,
 			Position: r.Seq - p.ck.Admitted - p.ck.LeftWaiting, JoinedAt: r.At, Reaction: r.At.Sub(p.d.OpensAt),
-			Outcome: OutcomeWaiting, Scenario: p.d.Scenario, OpensAt: p.d.OpensAt}}
+			Outcome: OutcomeWaiting, Scenario: p.d.Scenario, OpensAt: p.d.OpensAt, Crowd: p.d.Crowd,
+			Private: p.d.Private()}}
 		p.people[r.UserID] = x
 	}
 	bought := x.Seat != ""
@@ -380,9 +430,14 @@ func (p *player) order(ctx context.Context, b buyer) error {
 	return nil
 }
 
-// save writes the changed results, then the checkpoint they reach: a
-// player resumed from the checkpoint redoes what it must and no more.
+// save writes the crowd's new joins and the changed results, then the
+// checkpoint they reach: a player resumed from the checkpoint redoes what
+// it must and no more.
 func (p *player) save(ctx context.Context) error {
+	if err := p.s.store.SaveCrowdChunks(ctx, p.chunks); err != nil {
+		return err
+	}
+	p.chunks = p.chunks[:0]
 	var dirty []*person
 	var unnamed []string
 	for _, x := range p.people {
@@ -470,8 +525,20 @@ func (p *player) finish(ctx context.Context, now time.Time) error {
 	if err != nil {
 		return err
 	}
+	// The crowd's seats from their owners, not from the records read: a
+	// rebuild after Redis lost its data starts a new record stream.
+	owners, err := s.eng.SeatOwners(ctx, p.d.Event)
+	if err != nil {
+		return err
+	}
+	var crowdSold int64
+	for _, u := range owners {
+		if strings.HasPrefix(u, p.prefix) {
+			crowdSold++
+		}
+	}
 	f := Final{FinishedAt: now, SoldOut: p.soldOut, Sold: st.Sold, PeopleJoined: joins.Joined - p.cursor,
-		Joined: joins.Seq, CrowdJoined: p.cursor, CrowdSold: p.ck.CrowdSold}
+		Joined: joins.Seq, CrowdJoined: p.cursor, CrowdSold: crowdSold}
 	n := int(p.cursor)
 	f.CrowdP50, f.CrowdP90, f.CrowdP99 = p.plan.ReactionQuantile(n, 0.5), p.plan.ReactionQuantile(n, 0.9), p.plan.ReactionQuantile(n, 0.99)
 	// Closed first: a drop recorded as finished takes no more joins.

@@ -3,6 +3,8 @@ package drop
 import (
 	"context"
 	"time"
+
+	"github.com/rushline/rushline/server/queue"
 )
 
 // Outcome is how a person's race in a drop ended, or "waiting" while it
@@ -44,9 +46,12 @@ type Result struct {
 	SeatRow     int
 	Bought      *time.Duration
 	FalseStarts int
-	// Scenario and OpensAt are the drop's, for leaderboards.
+	// Scenario, OpensAt, Crowd and Private are the drop's, for
+	// leaderboards and a person's solo races.
 	Scenario string
 	OpensAt  time.Time
+	Crowd    int
+	Private  bool
 }
 
 // Store keeps drops and results durably (SQL in production). Drops are
@@ -57,8 +62,13 @@ type Store interface {
 	Drop(ctx context.Context, id string) (Drop, error)
 	// OpenDrops lists the drops not finished, soonest opening first.
 	OpenDrops(ctx context.Context) ([]Drop, error)
-	// FinishedDrops lists up to limit finished drops, latest first.
+	// FinishedDrops lists up to limit finished public drops, latest first.
 	FinishedDrops(ctx context.Context, limit int) ([]Drop, error)
+	// ClaimDrop stores d if fits accepts the unfinished drops, counting
+	// and storing atomically across replicas; fits' error comes back as it
+	// is. DeleteDrop deletes a drop that was never played.
+	ClaimDrop(ctx context.Context, d Drop, fits func(open []Drop) error) error
+	DeleteDrop(ctx context.Context, id string) error
 	// FinishDrop records a drop's end; the first call wins.
 	FinishDrop(ctx context.Context, id string, f Final) error
 	// StaleDrops lists finished drops whose event is still held, finished
@@ -67,14 +77,25 @@ type Store interface {
 	ForgetDrop(ctx context.Context, id string) error
 	// DeleteEvent deletes an event definition (the drop's, once forgotten).
 	DeleteEvent(ctx context.Context, id string) error
+	// SaveCrowdChunks keeps crowd joins; CrowdFloor is how far SQL knows
+	// a crowd (virtual users prefix+index) joined: past its chunks and
+	// every virtual user of the audit trail.
+	SaveCrowdChunks(ctx context.Context, cs []queue.CrowdChunk) error
+	CrowdFloor(ctx context.Context, eventID, prefix string) (int64, error)
 	// SaveResults creates or replaces people's results.
 	SaveResults(ctx context.Context, rs []Result) error
 	// Results lists a drop's results by place in line.
 	Results(ctx context.Context, dropID string) ([]Result, error)
 	// Result fails with queue.CodeResultNotFound when the person did not race.
 	Result(ctx context.Context, dropID, userID string) (Result, error)
-	// Leaderboard lists up to limit results of drops opened from since (of
-	// one scenario unless ""), at most one per person, best first: a seat,
-	// then its row, then the time to purchase, then the reaction.
+	// Leaderboard lists up to limit results of public drops opened from
+	// since (of one scenario unless ""), at most one per person, best first:
+	// a seat, then its row, then the time to purchase, then the reaction.
 	Leaderboard(ctx context.Context, since time.Time, scenario string, limit int) ([]Result, error)
+	// SoloHistory lists up to limit of a person's results in private drops,
+	// latest opening first.
+	SoloHistory(ctx context.Context, userID string, limit int) ([]Result, error)
+	// SoloBoard lists up to limit results in private drops of a scenario,
+	// fastest reaction first (earlier drops win ties).
+	SoloBoard(ctx context.Context, scenario string, limit int) ([]Result, error)
 }

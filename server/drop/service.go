@@ -106,6 +106,7 @@ type Service struct {
 	chunk     int
 	flush     time.Duration
 	forgetter Forgetter
+	solo      SoloLimits
 
 	mu      sync.Mutex
 	plans   map[string]*Plan
@@ -118,8 +119,10 @@ type Service struct {
 
 // opening is a cached answer to "is this event a drop's, opening when?".
 type opening struct {
-	at   time.Time
-	drop bool
+	at time.Time
+	// owner is a solo race's person.
+	owner string
+	drop  bool
 	// until is when an answer "not a drop" is asked again: the drop may
 	// be made later.
 	until time.Time
@@ -133,7 +136,7 @@ const notDropTTL = 30 * time.Second
 func New(eng *queue.Engine, catalog *queue.Catalog, store Store, replica string, opts ...Option) (*Service, error) {
 	s := &Service{eng: eng, catalog: catalog, store: store, replica: replica, log: slog.Default(),
 		lease: DefaultLease, tick: DefaultTick, discover: DefaultDiscover, keep: DefaultKeep, chunk: DefaultChunk,
-		flush: DefaultFlush, plans: map[string]*Plan{}, playing: map[string]bool{}, made: map[string]bool{},
+		flush: DefaultFlush, solo: SoloLimits{}.withDefaults(), plans: map[string]*Plan{}, playing: map[string]bool{}, made: map[string]bool{},
 		opens: map[string]opening{}}
 	for _, o := range opts {
 		o(s)
@@ -385,6 +388,16 @@ func (s *Service) play(ctx context.Context, d Drop) {
 				return
 			}
 		}
+		if queue.ErrorCode(err) == queue.CodeEventNotFound && !s.now().Before(d.ClosesAt) {
+			// Neither Redis nor SQL has its event (a solo start that died
+			// between its claim and its event): nothing to play, ever.
+			err = s.store.FinishDrop(ctx, d.ID, Final{FinishedAt: s.now()})
+			if err == nil {
+				_ = s.eng.ReleaseCrowdLease(ctx, d.Event, s.replica)
+				s.log.Warn("drop finished without an event", "drop", d.ID)
+				return
+			}
+		}
 		if err != nil && ctx.Err() == nil {
 			s.log.Warn("drop: player stopped; retrying", "drop", d.ID, "err", err)
 		}
@@ -407,11 +420,11 @@ func (s *Service) clean(ctx context.Context, now time.Time) {
 		return
 	}
 	for _, d := range stale {
-		err := s.eng.DropEvent(ctx, d.Event)
-		if err == nil {
-			if err = s.store.DeleteEvent(ctx, d.Event); queue.ErrorCode(err) == queue.CodeEventNotFound {
-				err = nil
-			}
+		// SQL first: an event SQL holds and Redis lacks is one Redis lost,
+		// which a keeper would rebuild.
+		err := s.store.DeleteEvent(ctx, d.Event)
+		if err == nil || queue.ErrorCode(err) == queue.CodeEventNotFound {
+			err = s.eng.DropEvent(ctx, d.Event)
 		}
 		if err == nil {
 			err = s.store.ForgetDrop(ctx, d.ID)
@@ -426,28 +439,28 @@ func (s *Service) clean(ctx context.Context, now time.Time) {
 	}
 }
 
-// opening returns when the drop of eventID opens; ok is false for an event
-// that is no drop's.
-func (s *Service) opening(ctx context.Context, eventID string) (time.Time, bool, error) {
+// opening returns when the drop of eventID opens and who owns it; ok is
+// false for an event that is no drop's.
+func (s *Service) opening(ctx context.Context, eventID string) (opening, bool, error) {
 	id, ok := IDOfEvent(eventID)
 	if !ok {
-		return time.Time{}, false, nil
+		return opening{}, false, nil
 	}
 	now := time.Now()
 	s.mu.Lock()
 	o, known := s.opens[eventID]
 	s.mu.Unlock()
 	if known && (o.drop || now.Before(o.until)) {
-		return o.at, o.drop, nil
+		return o, o.drop, nil
 	}
 	d, err := s.store.Drop(ctx, id)
 	switch queue.ErrorCode(err) {
 	case "":
-		o = opening{at: d.OpensAt, drop: true}
+		o = opening{at: d.OpensAt, owner: d.Owner, drop: true}
 	case queue.CodeDropNotFound:
 		o = opening{until: now.Add(notDropTTL)}
 	default:
-		return time.Time{}, false, err
+		return opening{}, false, err
 	}
 	s.mu.Lock()
 	if len(s.opens) > 1024 {
@@ -455,19 +468,23 @@ func (s *Service) opening(ctx context.Context, eventID string) (time.Time, bool,
 	}
 	s.opens[eventID] = o
 	s.mu.Unlock()
-	return o.at, o.drop, nil
+	return o, o.drop, nil
 }
 
 // Joining notes a person about to join eventID, when it is a drop's: their
 // nickname, for the results. early reports that the drop has not opened,
-// so that a refused join can be counted as a false start. Events that are
-// no drop's cost nothing.
+// so that a refused join can be counted as a false start. A solo race
+// refuses everyone but its person (queue.CodeForbidden). Events that are no
+// drop's cost nothing.
 func (s *Service) Joining(ctx context.Context, eventID, userID, nickname string) (early bool, err error) {
-	opens, ok, err := s.opening(ctx, eventID)
+	o, ok, err := s.opening(ctx, eventID)
 	if !ok || err != nil {
 		return false, err
 	}
-	return s.now().Before(opens), s.eng.NotePerson(ctx, eventID, userID, nickname, false)
+	if o.owner != "" && o.owner != userID {
+		return false, queue.Errorf(queue.CodeForbidden, "only the person who started practice race %q may join it", eventID)
+	}
+	return s.now().Before(o.at), s.eng.NotePerson(ctx, eventID, userID, nickname, false)
 }
 
 // FalseStart counts a person's join refused before the drop's opening.

@@ -96,6 +96,9 @@ func (s *Service) List(ctx context.Context) ([]View, error) {
 	now := s.now()
 	out := make([]View, 0, len(open)+len(done))
 	for _, d := range append(open, done...) {
+		if d.Private() {
+			continue // a solo race is its person's alone
+		}
 		v, err := s.view(ctx, d, now, false)
 		if err != nil {
 			return nil, err
@@ -105,9 +108,19 @@ func (s *Service) List(ctx context.Context) ([]View, error) {
 	return out, nil
 }
 
+// public returns the public drop id: queue.CodeDropNotFound for an unknown
+// id and for a solo race, which only its person sees (server/practice).
+func (s *Service) public(ctx context.Context, id string) (Drop, error) {
+	d, err := s.store.Drop(ctx, id)
+	if err == nil && d.Private() {
+		err = queue.Errorf(queue.CodeDropNotFound, "no drop %q", id)
+	}
+	return d, err
+}
+
 // Get returns one drop with its stats; queue.CodeDropNotFound for an unknown id.
 func (s *Service) Get(ctx context.Context, id string) (View, error) {
-	d, err := s.store.Drop(ctx, id)
+	d, err := s.public(ctx, id)
 	if err != nil {
 		return View{}, err
 	}
@@ -188,7 +201,7 @@ func (s *Service) crowd(ctx context.Context, d Drop) (CrowdFigures, queue.JoinCo
 // results loads drop id, its people's results by place in line and the
 // crowd's figures.
 func (s *Service) results(ctx context.Context, id string) (Drop, []Result, CrowdFigures, queue.JoinCounts, error) {
-	d, err := s.store.Drop(ctx, id)
+	d, err := s.public(ctx, id)
 	if err != nil {
 		return Drop{}, nil, CrowdFigures{}, queue.JoinCounts{}, err
 	}

@@ -35,6 +35,8 @@ var statusOf = map[queue.Code]int{
 	queue.CodeEventExists:        http.StatusConflict,
 	queue.CodeDeviceBusy:         http.StatusConflict,
 	queue.CodeRaceNotFinished:    http.StatusConflict,
+	queue.CodeStepOutOfOrder:     http.StatusConflict,
+	queue.CodeCaptchaWrong:       http.StatusConflict,
 	queue.CodeRateLimited:        http.StatusTooManyRequests,
 	queue.CodeUnavailable:        http.StatusServiceUnavailable,
 	queue.CodeInternal:           http.StatusInternalServerError,

@@ -48,6 +48,8 @@ func TestFailAnswersEveryCode(t *testing.T) {
 		{queue.CodeEventExists, 409},
 		{queue.CodeDeviceBusy, 409},
 		{queue.CodeRaceNotFinished, 409},
+		{queue.CodeStepOutOfOrder, 409},
+		{queue.CodeCaptchaWrong, 409},
 		{queue.CodeRateLimited, 429},
 		{queue.CodeUnavailable, 503},
 		{queue.CodeInternal, 500},

@@ -22,10 +22,12 @@ import (
 	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/server/httpapi"
 	"github.com/rushline/rushline/server/metrics"
+	"github.com/rushline/rushline/server/practice"
 	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/redisproc"
 	"github.com/rushline/rushline/server/redisproc/redistest"
+	"github.com/rushline/rushline/server/steps"
 	"github.com/rushline/rushline/server/store"
 	"github.com/rushline/rushline/server/store/storetest"
 )
@@ -109,11 +111,16 @@ type FixtureOptions struct {
 	Logger *slog.Logger
 	// StreamCeiling is the server's stream ceiling (0: none).
 	StreamCeiling int
+	// RealClock runs the server on the real clock instead of the fixture's.
+	RealClock bool
 	// Dialect is its SQL store's (store.DialectSQLite when empty).
 	Dialect string
-	// Drops, when not nil, serves practice drops with a drop service made
-	// with these options (its Run loop not started: no crowd plays).
+	// Drops, when not nil, serves practice drops and solo races with a drop
+	// service made with these options (its Run loop not started: no crowd
+	// plays).
 	Drops []drop.Option
+	// Steps, when not nil, serves order steps with this flow per event.
+	Steps steps.FlowFunc
 }
 
 // MustServer starts a fixture; redis options (e.g. redistest.AppendOnly)
@@ -135,9 +142,13 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	tails := redistest.MustClient(tb, p.Addr(), redistest.FailFast)
 	st := storetest.MustOpen(tb, cmp.Or(o.Dialect, store.DialectSQLite))
 	clk := &Clock{t: t0}
-	eng := queue.New(rdb, testQueueTokenKey, append([]queue.Option{queue.WithClock(clk.Now)}, o.Queue...)...)
+	now := clk.Now
+	if o.RealClock {
+		now = time.Now
+	}
+	eng := queue.New(rdb, testQueueTokenKey, append([]queue.Option{queue.WithClock(now)}, o.Queue...)...)
 	tb.Cleanup(eng.Close)
-	signer, err := auth.NewSigner([]byte(testKeys.JWTSecret), []byte(testKeys.Service), auth.WithClock(clk.Now))
+	signer, err := auth.NewSigner([]byte(testKeys.JWTSecret), []byte(testKeys.Service), auth.WithClock(now))
 	if err != nil {
 		tb.Fatalf("signer: %v", err)
 	}
@@ -145,7 +156,7 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	hubOpts := append([]push.Option{push.WithTick(testPushTick), push.WithPositionEvery(testPushTick),
 		push.WithObserver(m), push.WithLogger(quiet)}, o.Push...)
-	hub := push.New(queue.New(tails, testQueueTokenKey, queue.WithClock(clk.Now)), hubOpts...)
+	hub := push.New(queue.New(tails, testQueueTokenKey, queue.WithClock(now)), hubOpts...)
 	catalog := queue.NewCatalog(st, eng)
 	var drops *drop.Service
 	if o.Drops != nil {
@@ -153,15 +164,25 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 			tb.Fatalf("drops: %v", err)
 		}
 	}
+	var races *practice.Service
+	if drops != nil {
+		races = practice.New(drops, eng)
+	}
+	var orderSteps *steps.Service
+	if o.Steps != nil {
+		orderSteps = steps.New(eng, rdb, o.Steps)
+	}
 	api := httpapi.New(httpapi.Deps{
-		Drops:   drops,
-		Engine:  eng,
-		Catalog: catalog,
-		Signer:  signer,
-		Keys:    testKeys,
-		Metrics: m,
-		Push:    hub,
-		Logger:  cmp.Or(o.Logger, quiet),
+		Steps:    orderSteps,
+		Drops:    drops,
+		Practice: races,
+		Engine:   eng,
+		Catalog:  catalog,
+		Signer:   signer,
+		Keys:     testKeys,
+		Metrics:  m,
+		Push:     hub,
+		Logger:   cmp.Or(o.Logger, quiet),
 		// FAST TRACK grants kept in the fixture's SQL and Redis.
 		Priority:      queue.NewPriority(st, eng),
 		AdmissionLog:  st,

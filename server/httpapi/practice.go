@@ -4,12 +4,12 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/rushline/rushline/server/auth"
+	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/server/practice"
 	"github.com/rushline/rushline/server/queue"
 )
@@ -63,21 +63,23 @@ func (s *Server) startPractice(c *gin.Context) {
 	}
 	var opensIn time.Duration
 	if req.OpensInS != nil {
-		lo, hi := practice.MinOpensIn.Seconds(), practice.MaxOpensIn.Seconds()
+		lo, hi := drop.MinSoloLead.Seconds(), drop.MaxSoloLead.Seconds()
 		if *req.OpensInS < lo || *req.OpensInS > hi {
 			s.fail(c, badRequest("opens_in_s must be between %.0f and %.0f", lo, hi))
 			return
 		}
 		opensIn = time.Duration(*req.OpensInS * float64(time.Second))
 	}
-	who := practice.Racer{UserID: sess.UserID, Nickname: sess.Nickname, Client: racerAddr(s.clientAddr(c))}
+	who := drop.Racer{UserID: sess.UserID, Client: racerAddr(s.clientAddr(c))}
 	st, err := s.Practice.Start(c.Request.Context(), who, *req.Scenario, opensIn)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	c.JSON(http.StatusCreated, gin.H{"event": st.Event, "scenario": st.Scenario, "opens_at": st.OpensAt,
-		"bots": st.Bots, "seats": st.Seats, "server_time": s.Engine.Now().UTC()})
+	c.JSON(http.StatusCreated, struct {
+		practice.Started
+		ServerTime time.Time `json:"server_time"`
+	}{st, s.Engine.Now().UTC()})
 }
 
 // racerAddr names the client a practice race counts against: its IPv4
@@ -107,27 +109,6 @@ func (s *Server) practiceLive(c *gin.Context) {
 	c.JSON(http.StatusOK, l)
 }
 
-// resultJSON is a finished race as the result endpoint shows it. The
-// person's headline figures also stand at the top, as API.md words them.
-type resultJSON struct {
-	Event          string             `json:"event"`
-	Scenario       string             `json:"scenario"`
-	Nickname       string             `json:"nickname"`
-	OpensAt        time.Time          `json:"opens_at"`
-	FinishedAt     time.Time          `json:"finished_at"`
-	Seats          int                `json:"seats"`
-	Sold           int64              `json:"sold"`
-	Bots           int                `json:"bots"`
-	GotSeat        bool               `json:"got_seat"`
-	ReactionMS     *int64             `json:"reaction_ms"`
-	PositionAtJoin *int64             `json:"position_at_join"`
-	BotsAhead      *int64             `json:"bots_ahead"`
-	WaitMS         *int64             `json:"wait_ms"`
-	Seat           *string            `json:"seat"`
-	You            practice.You       `json:"you"`
-	BotStats       *practice.BotStats `json:"bot_stats"`
-}
-
 func (s *Server) practiceResult(c *gin.Context) {
 	sess, ok := s.user(c)
 	if !ok {
@@ -142,25 +123,7 @@ func (s *Server) practiceResult(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	y := r.You
-	c.JSON(http.StatusOK, resultJSON{Event: r.EventID, Scenario: r.Scenario, Nickname: r.Nickname, OpensAt: r.OpensAt,
-		FinishedAt: r.FinishedAt, Seats: r.Seats, Sold: r.Sold, Bots: r.Bots, GotSeat: y.Seat != nil,
-		ReactionMS: y.ReactionMS, PositionAtJoin: y.PositionAtJoin, BotsAhead: y.BotsAhead, WaitMS: y.WaitMS, Seat: y.Seat,
-		You: y, BotStats: r.BotStats})
-}
-
-// raceJSON is one race of a person's history.
-type raceJSON struct {
-	Event              string    `json:"event"`
-	Scenario           string    `json:"scenario"`
-	At                 time.Time `json:"at"`
-	Bots               int       `json:"bots"`
-	ReactionMS         *int64    `json:"reaction_ms"`
-	JoinRank           *int64    `json:"join_rank"`
-	Admitted           bool      `json:"admitted"`
-	Seat               *string   `json:"seat"`
-	Outcome            string    `json:"outcome"`
-	ReactionPercentile *int      `json:"reaction_percentile"`
+	c.JSON(http.StatusOK, r)
 }
 
 func (s *Server) practiceHistory(c *gin.Context) {
@@ -168,29 +131,12 @@ func (s *Server) practiceHistory(c *gin.Context) {
 	if !ok {
 		return
 	}
-	recs, err := s.Practice.History(c.Request.Context(), sess.UserID)
+	races, err := s.Practice.History(c.Request.Context(), sess.UserID)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	races := make([]raceJSON, len(recs))
-	for i, r := range recs {
-		races[i] = raceJSON{Event: r.EventID, Scenario: r.Scenario, At: r.OpensAt, Bots: r.Bots,
-			ReactionMS: r.You.ReactionMS, JoinRank: r.You.JoinRank, Admitted: r.You.Admitted, Seat: r.You.Seat,
-			Outcome: r.You.Outcome, ReactionPercentile: r.You.ReactionPercentile}
-	}
 	c.JSON(http.StatusOK, gin.H{"races": races})
-}
-
-// boardJSON is one leaderboard entry.
-type boardJSON struct {
-	Rank       int       `json:"rank"`
-	Nickname   string    `json:"nickname"`
-	ReactionMS *int64    `json:"reaction_ms"`
-	JoinRank   *int64    `json:"join_rank"`
-	Bots       int       `json:"bots"`
-	Seat       *string   `json:"seat"`
-	At         time.Time `json:"at"`
 }
 
 func (s *Server) practiceLeaderboard(c *gin.Context) {
@@ -203,51 +149,12 @@ func (s *Server) practiceLeaderboard(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	recs, err := s.Practice.Leaderboard(c.Request.Context(), name)
+	entries, err := s.Practice.Leaderboard(c.Request.Context(), name)
 	if err != nil {
 		s.fail(c, err)
 		return
 	}
-	entries := make([]boardJSON, len(recs))
-	for i, r := range recs {
-		entries[i] = boardJSON{Rank: i + 1, Nickname: r.Nickname, ReactionMS: r.You.ReactionMS, JoinRank: r.You.JoinRank,
-			Bots: r.Bots, Seat: r.You.Seat, At: r.OpensAt}
-	}
 	c.JSON(http.StatusOK, gin.H{"scenario": name, "entries": entries})
-}
-
-// practiceGuard lets only a practice race's creator join it as ACTUAL. It
-// costs nothing on other events: only practice ids are looked at, and the
-// join handler itself answers every credential problem.
-func (s *Server) practiceGuard(c *gin.Context) {
-	id := c.Param("event")
-	if !strings.HasPrefix(id, practice.IDPrefix) || c.GetHeader(headerSimulator) != "" {
-		c.Next()
-		return
-	}
-	sess, sent, err := s.session(c)
-	if !sent || err != nil {
-		c.Next()
-		return
-	}
-	var owner string
-	known := false
-	if s.Practice != nil {
-		owner, known = s.Practice.Owner(id)
-	}
-	if !known {
-		// Not a race of this server: refuse only if it is a practice event.
-		ev, err := s.Engine.Event(c.Request.Context(), id)
-		if err != nil || !ev.Practice {
-			c.Next()
-			return
-		}
-	}
-	if owner != sess.UserID {
-		s.fail(c, queue.Errorf(queue.CodeForbidden, "only the person who started practice race %q may join it", id))
-		return
-	}
-	c.Next()
 }
 
 // Admissions list bounds (GET /admin/events/{event}/admissions).

@@ -8,20 +8,17 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/rushline/rushline/server/admission"
-	"github.com/rushline/rushline/server/auth"
-	"github.com/rushline/rushline/server/httpapi"
-	"github.com/rushline/rushline/server/metrics"
+	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/server/practice"
-	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
-	"github.com/rushline/rushline/server/redisproc/redistest"
 	"github.com/rushline/rushline/server/store"
 	"github.com/rushline/rushline/server/store/storetest"
 	"github.com/rushline/rushline/simulator/scenario"
@@ -75,56 +72,30 @@ func MustScenario(tb testing.TB, yaml string) *scenario.Scenario {
 	return sc
 }
 
-// PracticeFixture is a server with practice races: real clock, an admission
-// runner and bots that reach it over HTTP.
+// PracticeFixture is a server with solo practice races: real clock, a
+// drop service that plays their crowds and an admission runner.
 type PracticeFixture struct {
 	*Fixture
-	Practice *practice.Service
 }
 
 // MustPracticeServer starts a practice server on a private redis-server and
-// a store of the given dialect; its races use scs (tinyRace when none).
-func MustPracticeServer(tb testing.TB, dialect string, opts ...practice.Option) *PracticeFixture {
+// a store of the given dialect; its races use tinyRace. opts adjust its drop
+// service.
+func MustPracticeServer(tb testing.TB, dialect string, opts ...drop.Option) *PracticeFixture {
 	tb.Helper()
-	p := redistest.MustStart(tb)
-	rdb := redistest.MustClient(tb, p.Addr())
-	tails := redistest.MustClient(tb, p.Addr())
-	st := storetest.MustOpen(tb, dialect)
-	eng := queue.New(rdb, testQueueTokenKey)
-	signer, err := auth.NewSigner([]byte(testKeys.JWTSecret), []byte(testKeys.Service))
-	if err != nil {
-		tb.Fatalf("signer: %v", err)
-	}
-	m := metrics.New()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	hub := push.New(queue.New(tails, testQueueTokenKey), push.WithTick(testPushTick),
-		push.WithPositionEvery(testPushTick), push.WithObserver(m), push.WithLogger(quiet))
-	catalog := queue.NewCatalog(st, eng)
-
-	srv := httptest.NewUnstartedServer(nil)
-	opts = append([]practice.Option{practice.WithLogger(quiet), practice.WithScenarios(MustScenario(tb, tinyRace))}, opts...)
-	races, err := practice.New(eng, catalog, st, "http://"+srv.Listener.Addr().String(), testKeys.Simulator, opts...)
-	if err != nil {
-		tb.Fatalf("practice: %v", err)
-	}
-	api := httpapi.New(httpapi.Deps{Engine: eng, Catalog: catalog, Signer: signer, Keys: testKeys, Metrics: m,
-		Push: hub, Logger: quiet, Practice: races})
-	srv.Config.Handler = api.Handler()
-	srv.Start()
-	tb.Cleanup(srv.Close)
-	tb.Cleanup(hub.Close)
+	f := MustServerWith(tb, FixtureOptions{Dialect: dialect, RealClock: true, Drops: append([]drop.Option{
+		drop.WithScenarios(MustScenario(tb, tinyRace)), drop.WithTick(2 * time.Millisecond),
+		drop.WithDiscover(10 * time.Millisecond), drop.WithFlush(20 * time.Millisecond),
+		drop.WithLease(500 * time.Millisecond)}, opts...)})
 	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		admission.New(eng, "test", admission.WithDiscover(100*time.Millisecond), admission.WithLogger(quiet)).Run(ctx)
-	}()
-	tb.Cleanup(func() { stop(); <-done })
-	tb.Cleanup(races.Close)
-	client := srv.Client()
-	client.Timeout = 30 * time.Second
-	return &PracticeFixture{Practice: races, Fixture: &Fixture{URL: srv.URL, HTTP: srv, API: api, Client: client,
-		Redis: p, RDB: rdb, Store: st, Engine: eng, Catalog: catalog, Signer: signer, Keys: testKeys, Metrics: m, Push: hub}}
+	var wg sync.WaitGroup
+	wg.Go(func() { f.Drops.Run(ctx) })
+	wg.Go(func() {
+		admission.New(f.Engine, "test", admission.WithDiscover(20*time.Millisecond), admission.WithLogger(quiet)).Run(ctx)
+	})
+	tb.Cleanup(func() { stop(); wg.Wait() })
+	return &PracticeFixture{Fixture: f}
 }
 
 // MustStartRace starts a practice race for the bearer token.
@@ -164,7 +135,7 @@ func TestPracticeRace(t *testing.T) {
 			start := f.MustStartRace(t, token, 3)
 			ev := obj(start.Body, "event")
 			id, _ := ev["id"].(string)
-			if !strings.HasPrefix(id, "practice-") || ev["practice"] != true || num(start.Body, "bots") != 60 || num(start.Body, "seats") != 20 {
+			if !strings.HasPrefix(id, "drop-solo-") || ev["practice"] != true || num(start.Body, "bots") != 60 || num(start.Body, "seats") != 20 {
 				t.Fatalf("start = %s", start.Raw)
 			}
 			opensAt, err := time.Parse(time.RFC3339Nano, start.Str("opens_at"))
@@ -291,11 +262,13 @@ func TestPracticeRace(t *testing.T) {
 				t.Errorf("the person appears %d times in the admissions list, want once", mine)
 			}
 
-			// The result outlives the server's memory: the database has it.
-			rec, err := f.Store.PracticeResult(context.Background(), id)
-			if err != nil || rec.You.Seat == nil || *rec.You.Seat != seat || rec.UserID != userID {
+			// The result is the drop's, in the database.
+			rec, err := f.Store.Result(context.Background(), start.Str("drop"), userID)
+			if err != nil || rec.Seat != seat || !rec.Private {
 				t.Errorf("stored result = %+v, %v", rec, err)
 			}
+			// A solo race is no public drop.
+			MustError(t, f.MustDo(t, "GET", "/api/v1/drops/"+start.Str("drop"), nil, nil), http.StatusNotFound, "DROP_NOT_FOUND")
 		})
 	}
 }
@@ -325,7 +298,7 @@ func TestPracticeNotJoined(t *testing.T) {
 		t.Skip("long end-to-end test: runs in make test")
 	}
 	t.Parallel()
-	f := MustPracticeServer(t, store.DialectSQLite, practice.WithKeepFinished(300*time.Millisecond))
+	f := MustPracticeServer(t, store.DialectSQLite, drop.WithKeep(300*time.Millisecond))
 	_, token := f.MustSession(t, "watcher")
 	id := obj(f.MustStartRace(t, token, 3).Body, "event")["id"].(string)
 	res := mustResult(t, f, id, token)
@@ -351,7 +324,11 @@ func TestPracticeNotJoined(t *testing.T) {
 	if ids, _ := f.Engine.EventIDs(context.Background()); slices.Contains(ids, id) {
 		t.Errorf("the event is still listed for the admission runners: %v", ids)
 	}
-	MustError(t, f.MustDo(t, "GET", "/api/v1/practice/"+id+"/live", Bearer(token), nil), http.StatusNotFound, "EVENT_NOT_FOUND")
+	// The race itself stays known, with its final figures.
+	if l := f.MustDo(t, "GET", "/api/v1/practice/"+id+"/live", Bearer(token), nil); l.Str("phase") != practice.PhaseFinished ||
+		num(l.Body, "sold") != 20 || num(l.Body, "seats_left") != 0 {
+		t.Errorf("live after the event went = %s", l.Raw)
+	}
 	stored := f.MustDo(t, "GET", "/api/v1/practice/"+id+"/result", Bearer(token), nil)
 	MustStatus(t, stored, http.StatusOK)
 	if stored.Body["bot_stats"] != nil || obj(stored.Body, "you")["outcome"] != practice.OutcomeNotJoined || num(stored.Body, "sold") != 20 {
@@ -395,7 +372,7 @@ func TestPracticeBadInput(t *testing.T) {
 		// The race has not even opened.
 		{"result before the end", "GET", "/api/v1/practice/" + id + "/result", Bearer(owner), nil, 409, "RACE_NOT_FINISHED"},
 		// No such race.
-		{"result of an unknown event", "GET", "/api/v1/practice/practice-000000000000/result", Bearer(owner), nil, 404, "EVENT_NOT_FOUND"},
+		{"result of an unknown event", "GET", "/api/v1/practice/drop-solo-000000000000/result", Bearer(owner), nil, 404, "EVENT_NOT_FOUND"},
 		// An ordinary event is no race.
 		{"live of an unknown event", "GET", "/api/v1/practice/concert-1/live", Bearer(owner), nil, 404, "EVENT_NOT_FOUND"},
 		// Result needs a person.
@@ -426,26 +403,55 @@ func TestPracticeBadInput(t *testing.T) {
 		http.StatusConflict, "EVENT_NOT_OPEN")
 }
 
-// TestPracticeRacesAreCapped: a server runs Limits.Races races at once, and
-// a person one: a new start ends the person's running race.
-func TestPracticeRacesAreCapped(t *testing.T) {
-	// Both people call from this test's address: let it run two races.
-	f := MustPracticeServer(t, store.DialectSQLite, practice.WithLimits(practice.Limits{Races: 1, PerClient: 2}))
-	_, busy := f.MustSession(t, "busy")
-	_, other := f.MustSession(t, "other")
-	first := obj(f.MustStartRace(t, busy, 60).Body, "event")["id"].(string)
-	r := f.MustDo(t, "POST", "/api/v1/practice", Bearer(other), map[string]any{"scenario": "tiny-race"})
-	MustError(t, r, http.StatusServiceUnavailable, "UNAVAILABLE")
-	if r.Header.Get("Retry-After") == "" {
-		t.Error("a 503 without Retry-After")
+// TestPracticeLimits: a person runs one race at a time, an address one
+// (guest sessions cost nothing), the servers Limits.Races; a refused start
+// answers 429 or 503 with Retry-After and makes nothing.
+func TestPracticeLimits(t *testing.T) {
+	f := MustPracticeServer(t, store.DialectSQLite, drop.WithSoloLimits(drop.SoloLimits{Races: 3}))
+	// The same API behind a trusted proxy, so the test can call from several addresses.
+	g := MustLimited(t, f.Fixture, "sessions=1000/s", true, nil)
+	start := func(token, addr string) *Response {
+		return g.MustDo(t, "POST", "/api/v1/practice", map[string]string{"Authorization": "Bearer " + token,
+			"X-Forwarded-For": addr}, map[string]any{"scenario": "tiny-race", "opens_in_s": 60})
 	}
-
-	second := obj(f.MustStartRace(t, busy, 60).Body, "event")["id"].(string)
-	res := mustResult(t, f, first, busy)
-	if obj(res.Body, "you")["outcome"] != practice.OutcomeNotJoined {
-		t.Errorf("the ended race's result = %s", res.Raw)
+	tokens := map[string]string{}
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		_, tokens[name] = g.MustSession(t, name)
 	}
-	MustError(t, f.MustDo(t, "GET", "/api/v1/practice/"+second+"/result", Bearer(busy), nil), http.StatusConflict, "RACE_NOT_FINISHED")
+	MustStatus(t, start(tokens["a"], "203.0.113.7"), http.StatusCreated)
+	MustStatus(t, start(tokens["c"], "2001:db8:0:1::1"), http.StatusCreated)
+	for _, tc := range []struct {
+		name, who, addr string
+		status          int
+		code            string
+	}{
+		// a's race still runs.
+		{"own race running", "a", "198.51.100.9", http.StatusTooManyRequests, "RATE_LIMITED"},
+		// Another guest from a's address.
+		{"same IPv4 address", "b", "203.0.113.7", http.StatusTooManyRequests, "RATE_LIMITED"},
+		// Another guest from c's /64.
+		{"same IPv6 /64", "d", "2001:db8:0:1:ffff::2", http.StatusTooManyRequests, "RATE_LIMITED"},
+		// Another address is free: the third race.
+		{"other address", "b", "198.51.100.1", http.StatusCreated, ""},
+		// A fourth is one too many for the servers.
+		{"servers full", "e", "198.51.100.2", http.StatusServiceUnavailable, "UNAVAILABLE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := mustPracticeEvents(t, f)
+			r := start(tokens[tc.who], tc.addr)
+			if tc.status == http.StatusCreated {
+				MustStatus(t, r, http.StatusCreated)
+				return
+			}
+			MustError(t, r, tc.status, tc.code)
+			if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 || ra > int(drop.MaxRetryAfter/time.Second) {
+				t.Errorf("Retry-After %q, want 1 to 60 s", r.Header.Get("Retry-After"))
+			}
+			if after := mustPracticeEvents(t, f); after != before {
+				t.Errorf("a refused start made an event: %d practice events, %d before", after, before)
+			}
+		})
+	}
 }
 
 // mustPracticeEvents counts the practice events the server has.
@@ -460,89 +466,6 @@ func mustPracticeEvents(tb testing.TB, f *PracticeFixture) int {
 		}
 	}
 	return n
-}
-
-// Guest sessions cost nothing, so races are counted per address too: a
-// second person calling from an address (an IPv4 address, an IPv6 /64)
-// whose race runs gets 429 with Retry-After, and nothing is made for them.
-func TestPracticeOneRacePerAddress(t *testing.T) {
-	f := MustPracticeServer(t, store.DialectSQLite)
-	// The same API behind a trusted proxy, so the test can call from several addresses.
-	g := &PracticeFixture{Fixture: MustLimited(t, f.Fixture, "sessions=1000/s", true, nil), Practice: f.Practice}
-	start := func(token, addr string) *Response {
-		return g.MustDo(t, "POST", "/api/v1/practice", map[string]string{"Authorization": "Bearer " + token,
-			"X-Forwarded-For": addr}, map[string]any{"scenario": "tiny-race", "opens_in_s": 60})
-	}
-	tokens := map[string]string{}
-	for _, name := range []string{"a", "b", "c", "d"} {
-		_, tokens[name] = g.MustSession(t, name)
-	}
-	MustStatus(t, start(tokens["a"], "203.0.113.7"), http.StatusCreated)
-	MustStatus(t, start(tokens["c"], "2001:db8:0:1::1"), http.StatusCreated)
-	for _, tc := range []struct {
-		name, who, addr string
-		status          int
-	}{
-		// Another guest from a's address.
-		{"same IPv4 address", "b", "203.0.113.7", http.StatusTooManyRequests},
-		// Another guest from c's /64.
-		{"same IPv6 /64", "d", "2001:db8:0:1:ffff::2", http.StatusTooManyRequests},
-		// a again: the new race replaces a's own.
-		{"own race replaced", "a", "203.0.113.7", http.StatusCreated},
-		// Another address is free.
-		{"other address", "b", "198.51.100.1", http.StatusCreated},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			before := mustPracticeEvents(t, f)
-			r := start(tokens[tc.who], tc.addr)
-			if tc.status == http.StatusCreated {
-				MustStatus(t, r, http.StatusCreated)
-				return
-			}
-			MustRateLimited(t, r, int(practice.MaxRetryAfter/time.Second))
-			if after := mustPracticeEvents(t, f); after != before {
-				t.Errorf("a refused start made an event: %d practice events, %d before", after, before)
-			}
-		})
-	}
-}
-
-// TestPracticeHeldRaceLetGo: when the server holds as many races as it
-// keeps, a start lets the finished race that ended first go (its result
-// then comes from the database) instead of refusing.
-func TestPracticeHeldRaceLetGo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("waits for a whole race: ~10 s")
-	}
-	f := MustPracticeServer(t, store.DialectSQLite, practice.WithLimits(practice.Limits{Held: 2, PerClient: 3}))
-	_, first := f.MustSession(t, "first")
-	_, second := f.MustSession(t, "second")
-	id := obj(f.MustStartRace(t, first, 3).Body, "event")["id"].(string)
-	if r := mustResult(t, f, id, first); r.Body["bot_stats"] == nil {
-		t.Fatalf("the finished race's result has no bot_stats while held: %s", r.Raw)
-	}
-	// A person's next race leaves their finished one be while there is room.
-	f.MustStartRace(t, first, 60)
-	if r := f.MustDo(t, "GET", "/api/v1/practice/"+id+"/result", Bearer(first), nil); r.Body["bot_stats"] == nil {
-		t.Fatalf("the finished race was let go with room to spare: %s", r.Raw)
-	}
-	f.MustStartRace(t, second, 60)
-	res := f.MustDo(t, "GET", "/api/v1/practice/"+id+"/result", Bearer(first), nil)
-	MustStatus(t, res, http.StatusOK)
-	if res.Body["bot_stats"] != nil || obj(res.Body, "you")["outcome"] != practice.OutcomeNotJoined {
-		t.Errorf("the let-go race's result = %s, want it from the database", res.Raw)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for f.MustDo(t, "GET", "/api/v1/events/"+id, nil, nil).Status != http.StatusNotFound {
-		if time.Now().After(deadline) {
-			t.Fatal("the let-go race's event is still there")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	// The two new races hold both places, and they run: a third person waits.
-	_, third := f.MustSession(t, "third")
-	r := f.MustDo(t, "POST", "/api/v1/practice", Bearer(third), map[string]any{"scenario": "tiny-race"})
-	MustError(t, r, http.StatusServiceUnavailable, "UNAVAILABLE")
 }
 
 func TestServerTime(t *testing.T) {
@@ -701,15 +624,6 @@ func TestPracticeEventsAreNotListed(t *testing.T) {
 			}
 		})
 	}
-}
-
-// A start after the service closed (the server shutting down) answers 503.
-func TestPracticeStartAfterClose(t *testing.T) {
-	f := MustPracticeServer(t, store.DialectSQLite)
-	_, token := f.MustSession(t, "late")
-	f.Practice.Close()
-	r := f.MustDo(t, "POST", "/api/v1/practice", Bearer(token), map[string]any{"scenario": "tiny-race"})
-	MustError(t, r, http.StatusServiceUnavailable, "UNAVAILABLE")
 }
 
 // POST /practice has a rate-limit route of its own: a race costs bots.

@@ -24,6 +24,7 @@ import (
 	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/ratelimit"
+	"github.com/rushline/rushline/server/steps"
 )
 
 // Deps are what the HTTP layer serves.
@@ -59,6 +60,9 @@ type Deps struct {
 	StreamCeiling int
 	// Drops runs practice drops; nil answers their routes with 503.
 	Drops *drop.Service
+	// Steps runs the order steps of events that have them; nil answers
+	// their routes with 503.
+	Steps *steps.Service
 	// AdmissionLog, when set, lists the admissions the live stream no longer
 	// holds (the audit trail in SQL).
 	AdmissionLog AdmissionLog
@@ -123,7 +127,7 @@ func New(d Deps) *Server {
 	v1.POST("/sessions", s.createSession)
 	v1.GET("/events", s.listEvents)
 	v1.GET("/events/:event", s.getEvent)
-	v1.POST("/events/:event/queue", s.practiceGuard, s.dropJoin, s.join)
+	v1.POST("/events/:event/queue", s.dropJoin, s.join)
 	v1.GET("/events/:event/queue/:token", s.status)
 	v1.DELETE("/events/:event/queue/:token", s.leave)
 	v1.GET("/events/:event/queue/:token/stream", s.stream)
@@ -134,6 +138,16 @@ func New(d Deps) *Server {
 	v1.GET("/events/:event/draw", s.draw)
 	v1.GET("/events/:event/challenge", s.challenge)
 	v1.GET("/time", s.serverTime)
+	st := v1.Group("/events/:event/steps", s.stepsReady)
+	st.GET("", s.stepState)
+	st.GET("/captcha", s.stepCaptcha)
+	st.GET("/seats", s.stepSeats)
+	st.GET("/times", s.stepTimes)
+	st.POST("/:step", s.doStep)
+	dl := v1.Group("/drills/captcha", s.stepsReady)
+	dl.POST("", s.newDrill)
+	dl.GET("/:drill", s.drillImage)
+	dl.POST("/:drill", s.answerDrill)
 	pr := v1.Group("/practice", s.practiceReady)
 	pr.GET("/scenarios", s.practiceScenarios)
 	pr.POST("", s.startPractice)

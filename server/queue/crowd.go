@@ -17,9 +17,12 @@ var (
 	luaCrowdJoin string
 	//go:embed lua/crowd_lease.lua
 	luaCrowdLease string
+	//go:embed lua/crowd_cursor.lua
+	luaCrowdCursor string
 
-	scriptCrowdJoin  = script(luaCrowdJoin)
-	scriptCrowdLease = redis.NewScript(luaCrowdLease)
+	scriptCrowdJoin   = script(luaCrowdJoin)
+	scriptCrowdLease  = redis.NewScript(luaCrowdLease)
+	scriptCrowdCursor = redis.NewScript(luaCrowdCursor)
 )
 
 // MaxCrowdChunk is the most virtual users one JoinCrowd call may put in
@@ -111,6 +114,34 @@ func (e *Engine) ReleaseCrowdLease(ctx context.Context, eventID, replica string)
 		return fmt.Errorf("queue: crowd lease %s: %w", eventID, storeErr(ctx, err))
 	}
 	return nil
+}
+
+// CrowdChunk is one JoinCrowd call as SQL keeps it: users Prefix+Cursor to
+// Prefix+(Cursor+N−1) joined with seqs FirstSeq to FirstSeq+N−1. Crowd
+// joins write no record per user, so the chunks are what lets a rebuild
+// after Redis lost its data put the crowd back in line and its player go
+// on past them.
+type CrowdChunk struct {
+	EventID  string
+	Prefix   string
+	Cursor   int64
+	N        int
+	FirstSeq int64
+}
+
+// End is the cursor after the chunk.
+func (c CrowdChunk) End() int64 { return c.Cursor + int64(c.N) }
+
+// RaiseCrowdCursor raises the crowd cursor of eventID to cursor when it is
+// lower (Redis lost it), if replica holds the crowd's lease; it returns the
+// cursor after the call, and false when replica holds no lease.
+func (e *Engine) RaiseCrowdCursor(ctx context.Context, eventID, replica string, cursor int64) (int64, bool, error) {
+	k := CrowdKeys(eventID)
+	n, err := scriptCrowdCursor.Run(ctx, e.rdb, []string{k[keyCrowd], k[keyCrowdLease]}, replica, cursor).Int64()
+	if err != nil {
+		return 0, false, fmt.Errorf("queue: crowd cursor %s: %w", eventID, storeErr(ctx, err))
+	}
+	return n, n >= 0, nil
 }
 
 // CrowdCheckpoint is how far a drop's player has read the event's records,
@@ -285,17 +316,30 @@ const scanPage = 1000
 // SeatsTaken lists the sold seats of eventID.
 func (e *Engine) SeatsTaken(ctx context.Context, eventID string) ([]string, error) {
 	var seats []string
+	err := e.scanSeats(ctx, eventID, func(seat, _ string) { seats = append(seats, seat) })
+	return seats, err
+}
+
+// SeatOwners maps the sold seats of eventID to the users who bought them.
+func (e *Engine) SeatOwners(ctx context.Context, eventID string) (map[string]string, error) {
+	owners := map[string]string{}
+	err := e.scanSeats(ctx, eventID, func(seat, v string) { owners[seat], _, _ = strings.Cut(v, "|") })
+	return owners, err
+}
+
+// scanSeats calls f with every sold seat of eventID and its "user|seq|order".
+func (e *Engine) scanSeats(ctx context.Context, eventID string, f func(seat, v string)) error {
 	var cursor uint64
 	for {
 		kv, next, err := e.rdb.HScan(ctx, Keys(eventID)[keySeatsTaken], cursor, "", scanPage).Result()
 		if err != nil {
-			return nil, fmt.Errorf("queue: seats %s: %w", eventID, storeErr(ctx, err))
+			return fmt.Errorf("queue: seats %s: %w", eventID, storeErr(ctx, err))
 		}
-		for i := 0; i < len(kv); i += 2 {
-			seats = append(seats, kv[i])
+		for i := 0; i+1 < len(kv); i += 2 {
+			f(kv[i], kv[i+1])
 		}
 		if cursor = next; cursor == 0 {
-			return seats, nil
+			return nil
 		}
 	}
 }

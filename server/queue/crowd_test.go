@@ -380,3 +380,39 @@ func TestPeopleAndCheckpoint(t *testing.T) {
 		t.Errorf("%d keys of the dropped event remain", n)
 	}
 }
+
+// TestRaiseCrowdCursor: the lease holder puts a lost cursor back, never
+// lowers it, and nobody else may move it; the crowd join then goes on past
+// it.
+func TestRaiseCrowdCursor(t *testing.T) {
+	eng, _, _ := MustEngine(t)
+	ctx := context.Background()
+	MustEvent(t, eng, "ev", func(ev *queue.Event) { ev.Capacity = 1 })
+	MustCrowdLease(t, eng, "ev", "r1")
+	MustJoinCrowd(t, eng, "ev", "r1", 0, 3)
+	tests := []struct {
+		name    string
+		replica string
+		to      int64
+		want    int64
+		held    bool
+	}{
+		{"raised", "r1", 40, 40, true},
+		{"never lowered", "r1", 5, 40, true},
+		{"not the lease holder", "r2", 90, -1, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			at, held, err := eng.RaiseCrowdCursor(ctx, "ev", tc.replica, tc.to)
+			if err != nil || at != tc.want || held != tc.held {
+				t.Errorf("RaiseCrowdCursor(%s, %d) = %d, %v, %v; want %d, %v", tc.replica, tc.to, at, held, err, tc.want, tc.held)
+			}
+		})
+	}
+	if res, err := eng.JoinCrowd(ctx, "ev", "r1", crowdPrefix, 3, 1); err != nil || !res.Moved || res.Cursor != 40 {
+		t.Errorf("join at the old cursor = %+v, %v; want MOVED to 40", res, err)
+	}
+	if res := MustJoinCrowd(t, eng, "ev", "r1", 40, 2); res.Moved || res.Cursor != 42 {
+		t.Errorf("join at the raised cursor = %+v, want 42", res)
+	}
+}

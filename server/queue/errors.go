@@ -47,9 +47,16 @@ const (
 	// CodeRaceNotFinished: a practice race's result asked for while the
 	// race runs.
 	CodeRaceNotFinished Code = "RACE_NOT_FINISHED"
-	CodeRateLimited     Code = "RATE_LIMITED"
-	CodeUnavailable     Code = "UNAVAILABLE"
-	CodeInternal        Code = "INTERNAL"
+	// CodeStepOutOfOrder: an order step (server/steps) before the one
+	// before it is done, one the event does not have, or steps in an event
+	// without any.
+	CodeStepOutOfOrder Code = "STEP_OUT_OF_ORDER"
+	// CodeCaptchaWrong: a captcha answer that is wrong, or for an image
+	// already answered; a new image is needed.
+	CodeCaptchaWrong Code = "CAPTCHA_WRONG"
+	CodeRateLimited  Code = "RATE_LIMITED"
+	CodeUnavailable  Code = "UNAVAILABLE"
+	CodeInternal     Code = "INTERNAL"
 )
 
 // Error is the one coded error type of rushline. Adapters map Code to a

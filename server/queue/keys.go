@@ -23,16 +23,17 @@ const (
 	keyPriority
 	keyGrants
 	keyDevices
+	keyHolds
 	keyPrequeue
 	numKeys
 )
 
 var (
 	// keyNames end each key's name; the scripts' KEYS headers use them too.
-	keyNames = [numKeys]string{"cfg", "seq", "w", "a", "as", "f", "n", "st", "s", "lease", "p", "pg", "dv", "pq"}
+	keyNames = [numKeys]string{"cfg", "seq", "w", "a", "as", "f", "n", "st", "s", "lease", "p", "pg", "dv", "hd", "pq"}
 	// keyVars are the Lua locals lib.lua and the scripts know the keys by.
 	keyVars = [numKeys]string{"K_CFG", "K_SEQ", "K_W", "K_A", "K_AS", "K_F", "K_N", "K_ST", "K_S", "K_LEASE",
-		"K_P", "K_PG", "K_DV", "K_PQ"}
+		"K_P", "K_PG", "K_DV", "K_HD", "K_PQ"}
 )
 
 // Every key of an event is keyOpen + id + keyClose + its name. The hash tag
@@ -42,6 +43,16 @@ const keyOpen, keyClose = "rl:{ev:", "}:"
 
 // key returns one key of eventID.
 func key(eventID string, k int) string { return keyOpen + eventID + keyClose + keyNames[k] }
+
+// EventKey returns the key of eventID that lib.lua calls name ("as", "st",
+// "hd", …), for packages whose own scripts read an event's keys; it panics
+// on an unknown name.
+func EventKey(eventID, name string) string {
+	if keyIndex(name) < 0 {
+		panic("queue: unknown event key " + name)
+	}
+	return key(eventID, keyIndex(name))
+}
 
 // Keys returns every Redis key of one event, in keyNames' order (lib.lua's).
 func Keys(eventID string) []string {

@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/rushline/rushline/server/queue"
@@ -75,6 +76,10 @@ func Snapshot(ctx context.Context, src *store.Store, eventID string) (queue.Snap
 	if err != nil {
 		return queue.Snapshot{}, fmt.Errorf("recovery: %w", err)
 	}
+	chunks, err := src.CrowdChunks(ctx, eventID)
+	if err != nil {
+		return queue.Snapshot{}, fmt.Errorf("recovery: %w", err)
+	}
 	snap := queue.Snapshot{Event: ev, Attempts: make([]queue.RestoredAttempt, len(entries)), Grants: grants}
 	ttl := time.Duration(ev.ActiveTTLS) * time.Second
 	var admitted []int
@@ -102,10 +107,39 @@ func Snapshot(ctx context.Context, src *store.Store, eventID string) (queue.Snap
 			snap.Attempts[i].AdmissionNo = int64(no + 1)
 		}
 	}
+	snap.Attempts = append(snap.Attempts, crowdWaiting(chunks, entries)...)
+	for _, a := range snap.Attempts {
+		snap.MaxSeq = max(snap.MaxSeq, a.Seq)
+	}
 	for _, o := range orders {
 		snap.Seats = append(snap.Seats, queue.RestoredSeat{Seat: o.Seat, UserID: o.UserID, Seq: o.Seq, OrderID: o.OrderID})
 	}
 	return snap, nil
+}
+
+// crowdWaiting returns a practice drop's virtual users that joined in the
+// chunks and of whom the audit trail has no attempt: those still waiting,
+// back in line at their seqs. Crowd joins write no record per user; the
+// chunks (queue.CrowdChunk) are their trace in SQL.
+func crowdWaiting(chunks []queue.CrowdChunk, entries []store.Entry) []queue.RestoredAttempt {
+	if len(chunks) == 0 {
+		return nil
+	}
+	known := make(map[string]bool, len(entries))
+	for _, en := range entries {
+		known[en.UserID] = true
+	}
+	var out []queue.RestoredAttempt
+	for _, c := range chunks {
+		for i := range c.N {
+			user := c.Prefix + strconv.FormatInt(c.Cursor+int64(i), 10)
+			if !known[user] {
+				out = append(out, queue.RestoredAttempt{UserID: user, Seq: c.FirstSeq + int64(i),
+					Status: queue.StatusWaiting, Lane: queue.LaneNormal})
+			}
+		}
+	}
+	return out
 }
 
 // laneOrder is the order one tick admits the lanes in.

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -13,7 +15,7 @@ import (
 )
 
 // dropModels are the tables of practice drops.
-var dropModels = []any{&DropRow{}, &DropResultRow{}}
+var dropModels = []any{&DropRow{}, &DropResultRow{}, &CrowdChunkRow{}}
 
 var _ drop.Store = (*Store)(nil)
 
@@ -43,6 +45,10 @@ type DropRow struct {
 	// Held is true while the drop's event is kept (in Redis and SQL).
 	Held      bool      `gorm:"column:held;not null;default:true"`
 	CreatedAt time.Time `gorm:"column:created_at;not null"`
+	// Owner is a solo race's person ('' for a public drop), Client the
+	// address it was started from.
+	Owner  string `gorm:"column:owner;not null;default:''"`
+	Client string `gorm:"column:client;not null;default:''"`
 }
 
 // TableName implements gorm's schema.Tabler.
@@ -50,7 +56,8 @@ func (DropRow) TableName() string { return "drops" }
 
 func dropRow(d drop.Drop) DropRow {
 	r := DropRow{ID: d.ID, EventID: d.Event, Scenario: d.Scenario, Level: d.Level, Crowd: d.Crowd, Seats: d.Seats,
-		OpensAt: utc(d.OpensAt), ClosesAt: utc(d.ClosesAt), Schedule: d.Schedule, Held: true, CreatedAt: utc(d.CreatedAt)}
+		OpensAt: utc(d.OpensAt), ClosesAt: utc(d.ClosesAt), Schedule: d.Schedule, Held: true, CreatedAt: utc(d.CreatedAt),
+		Owner: d.Owner, Client: d.Client}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now()
 	}
@@ -61,7 +68,7 @@ func dropRow(d drop.Drop) DropRow {
 func (r DropRow) Drop() drop.Drop {
 	d := drop.Drop{ID: r.ID, Event: r.EventID, Scenario: r.Scenario, Level: r.Level, Crowd: r.Crowd, Seats: r.Seats,
 		OpensAt: r.OpensAt.UTC(), ClosesAt: r.ClosesAt.UTC(), Schedule: r.Schedule, CreatedAt: r.CreatedAt.UTC(),
-		Held: r.Held}
+		Held: r.Held, Owner: r.Owner, Client: r.Client}
 	if r.FinishedAt != nil {
 		d.Final = &drop.Final{FinishedAt: r.FinishedAt.UTC(), SoldOut: r.SoldOut, Sold: r.Sold,
 			PeopleJoined: r.PeopleJoined, Joined: r.Joined, CrowdJoined: r.CrowdJoined, CrowdSold: r.CrowdSold,
@@ -82,6 +89,47 @@ func (s *Store) CreateDrop(ctx context.Context, d drop.Drop) error {
 		return queue.Errorf(queue.CodeEventExists, "drop %q already exists", d.ID)
 	case err != nil:
 		return unavailable("create drop "+d.ID, err)
+	}
+	return nil
+}
+
+// claimLockKey serialises ClaimDrop across replicas on PostgreSQL (SQLite
+// transactions begin IMMEDIATE: one writer at a time already).
+const claimLockKey = 0x736f6c6f // "solo"
+
+// ClaimDrop stores d if fits, called with every unfinished drop under a lock
+// that every ClaimDrop of every replica takes, accepts them: counting and
+// storing are one step, so limits checked by fits hold under any
+// concurrency. fits' error is returned as it is.
+func (s *Store) ClaimDrop(ctx context.Context, d drop.Drop, fits func(open []drop.Drop) error) error {
+	var refused error
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if s.dialect == DialectPostgres {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", claimLockKey).Error; err != nil {
+				return err
+			}
+		}
+		var rows []DropRow
+		if err := tx.Where("finished_at IS NULL").Order("opens_at").Order("id").Find(&rows).Error; err != nil {
+			return err
+		}
+		open := make([]drop.Drop, len(rows))
+		for i, r := range rows {
+			open[i] = r.Drop()
+		}
+		if refused = fits(open); refused != nil {
+			return refused
+		}
+		row := dropRow(d)
+		return tx.Create(&row).Error
+	})
+	switch {
+	case refused != nil:
+		return refused
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		return queue.Errorf(queue.CodeEventExists, "drop %q already exists", d.ID)
+	case err != nil:
+		return unavailable("claim drop "+d.ID, err)
 	}
 	return nil
 }
@@ -117,11 +165,25 @@ func (s *Store) OpenDrops(ctx context.Context) ([]drop.Drop, error) {
 	})
 }
 
-// FinishedDrops lists up to limit finished drops, latest first.
+// FinishedDrops lists up to limit finished public drops, latest first.
 func (s *Store) FinishedDrops(ctx context.Context, limit int) ([]drop.Drop, error) {
 	return s.drops(ctx, "list finished drops", func(db *gorm.DB) *gorm.DB {
-		return db.Where("finished_at IS NOT NULL").Order("finished_at DESC").Order("id").Limit(limit)
+		return db.Where("finished_at IS NOT NULL AND owner = ''").Order("finished_at DESC").Order("id").Limit(limit)
 	})
+}
+
+// DeleteDrop deletes a drop and its results.
+func (s *Store) DeleteDrop(ctx context.Context, id string) error {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("drop_id = ?", id).Delete(&DropResultRow{}).Error; err != nil {
+			return err
+		}
+		return tx.Where("id = ?", id).Delete(&DropRow{}).Error
+	})
+	if err != nil {
+		return unavailable("delete drop "+id, err)
+	}
+	return nil
 }
 
 // StaleDrops lists the finished drops whose event is still held, finished
@@ -163,7 +225,7 @@ func (s *Store) ForgetDrop(ctx context.Context, id string) error {
 // drop. Figures that do not apply are NULL.
 type DropResultRow struct {
 	DropID      string       `gorm:"column:drop_id;primaryKey"`
-	UserID      string       `gorm:"column:user_id;primaryKey"`
+	UserID      string       `gorm:"column:user_id;primaryKey;index:idx_drop_results_user,priority:1"`
 	Nickname    string       `gorm:"column:nickname;not null"`
 	Seq         int64        `gorm:"column:seq;not null"`
 	Attempt     int64        `gorm:"column:attempt;not null"`
@@ -179,7 +241,10 @@ type DropResultRow struct {
 	BoughtMS    *int64       `gorm:"column:bought_ms"`
 	FalseStarts int          `gorm:"column:false_starts;not null;default:0"`
 	Scenario    string       `gorm:"column:scenario;not null;index:idx_drop_results_board,priority:1"`
-	OpensAt     time.Time    `gorm:"column:opens_at;not null;index:idx_drop_results_board,priority:2;index:idx_drop_results_at"`
+	OpensAt     time.Time    `gorm:"column:opens_at;not null;index:idx_drop_results_board,priority:2;index:idx_drop_results_at;index:idx_drop_results_user,priority:2"`
+	Crowd       int          `gorm:"column:crowd;not null;default:0"`
+	// Private marks a solo race's result.
+	Private bool `gorm:"column:private;not null;default:false"`
 }
 
 // TableName implements gorm's schema.Tabler.
@@ -205,7 +270,7 @@ func resultRow(r drop.Result) DropResultRow {
 	row := DropResultRow{DropID: r.DropID, UserID: r.UserID, Nickname: r.Nickname, Seq: r.Seq, Attempt: r.Attempt,
 		AttemptAt: utc(r.AttemptAt), Position: r.Position, JoinedAt: utc(r.JoinedAt), ReactionMS: r.Reaction.Milliseconds(), AdmittedAt: utcPtr(r.AdmittedAt),
 		WaitMS: msPtr(r.Wait), Outcome: r.Outcome, BoughtMS: msPtr(r.Bought), FalseStarts: r.FalseStarts,
-		Scenario: r.Scenario, OpensAt: utc(r.OpensAt)}
+		Scenario: r.Scenario, OpensAt: utc(r.OpensAt), Crowd: r.Crowd, Private: r.Private}
 	if r.Seat != "" {
 		seat, seatRow := r.Seat, r.SeatRow
 		row.Seat, row.SeatRow = &seat, &seatRow
@@ -218,7 +283,8 @@ func (r DropResultRow) Result() drop.Result {
 	res := drop.Result{DropID: r.DropID, UserID: r.UserID, Nickname: r.Nickname, Seq: r.Seq, Attempt: r.Attempt,
 		AttemptAt: r.AttemptAt.UTC(), Position: r.Position, JoinedAt: r.JoinedAt.UTC(), Reaction: time.Duration(r.ReactionMS) * time.Millisecond,
 		AdmittedAt: utcPtr(r.AdmittedAt), Wait: durPtr(r.WaitMS), Outcome: r.Outcome, Bought: durPtr(r.BoughtMS),
-		FalseStarts: r.FalseStarts, Scenario: r.Scenario, OpensAt: r.OpensAt.UTC()}
+		FalseStarts: r.FalseStarts, Scenario: r.Scenario, OpensAt: r.OpensAt.UTC(), Crowd: r.Crowd,
+		Private: r.Private}
 	if r.Seat != nil {
 		res.Seat = *r.Seat
 	}
@@ -284,7 +350,7 @@ func (s *Store) Result(ctx context.Context, dropID, userID string) (drop.Result,
 // keeps each person's best.
 const leaderboardPage = 500
 
-// Leaderboard lists up to limit results of drops opened from since, of one
+// Leaderboard lists up to limit results of public drops opened from since, of one
 // scenario unless it is "", each person's best once: a seat first, then its
 // row, then the time from the opening to the purchase, then the reaction;
 // earlier drops win ties.
@@ -292,7 +358,7 @@ func (s *Store) Leaderboard(ctx context.Context, since time.Time, scenario strin
 	var out []drop.Result
 	seen := map[string]bool{}
 	for offset := 0; len(out) < limit; offset += leaderboardPage {
-		q := s.db.WithContext(ctx).Where("opens_at >= ?", utc(since))
+		q := s.db.WithContext(ctx).Where("opens_at >= ? AND NOT private", utc(since))
 		if scenario != "" {
 			q = q.Where("scenario = ?", scenario)
 		}
@@ -314,4 +380,97 @@ func (s *Store) Leaderboard(ctx context.Context, since time.Time, scenario strin
 		}
 	}
 	return out, nil
+}
+
+// SoloHistory lists up to limit of a person's results in solo races,
+// latest opening first.
+func (s *Store) SoloHistory(ctx context.Context, userID string, limit int) ([]drop.Result, error) {
+	var rows []DropResultRow
+	err := s.db.WithContext(ctx).Where("user_id = ? AND private", userID).Order("opens_at DESC").Order("drop_id").
+		Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, unavailable("solo race history", err)
+	}
+	return results(rows), nil
+}
+
+// SoloBoard lists up to limit results in solo races of a scenario, fastest
+// reaction first; earlier races win ties.
+func (s *Store) SoloBoard(ctx context.Context, scenario string, limit int) ([]drop.Result, error) {
+	var rows []DropResultRow
+	err := s.db.WithContext(ctx).Where("scenario = ? AND private", scenario).Order("reaction_ms").Order("opens_at").
+		Order("drop_id").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, unavailable("solo race leaderboard", err)
+	}
+	return results(rows), nil
+}
+
+// CrowdChunkRow is a row of the crowd_chunks table: one crowd join of a
+// drop's event (queue.CrowdChunk), the only trace SQL has of a virtual user
+// that joined and was not admitted yet.
+type CrowdChunkRow struct {
+	EventID  string `gorm:"column:event_id;primaryKey"`
+	Cursor   int64  `gorm:"column:first_index;primaryKey;autoIncrement:false"`
+	Prefix   string `gorm:"column:prefix;not null"`
+	N        int    `gorm:"column:n;not null"`
+	FirstSeq int64  `gorm:"column:first_seq;not null"`
+}
+
+// TableName implements gorm's schema.Tabler.
+func (CrowdChunkRow) TableName() string { return "crowd_chunks" }
+
+// SaveCrowdChunks stores crowd joins; one stored already is left as it is.
+func (s *Store) SaveCrowdChunks(ctx context.Context, cs []queue.CrowdChunk) error {
+	if len(cs) == 0 {
+		return nil
+	}
+	rows := make([]CrowdChunkRow, len(cs))
+	for i, c := range cs {
+		rows[i] = CrowdChunkRow{EventID: c.EventID, Cursor: c.Cursor, Prefix: c.Prefix, N: c.N, FirstSeq: c.FirstSeq}
+	}
+	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(&rows, insertBatch/5).Error
+	if err != nil {
+		return unavailable("save crowd chunks", err)
+	}
+	return nil
+}
+
+// CrowdChunks lists an event's crowd joins by cursor.
+func (s *Store) CrowdChunks(ctx context.Context, eventID string) ([]queue.CrowdChunk, error) {
+	var rows []CrowdChunkRow
+	if err := s.db.WithContext(ctx).Where("event_id = ?", eventID).Order("first_index").Find(&rows).Error; err != nil {
+		return nil, unavailable("list crowd chunks", err)
+	}
+	out := make([]queue.CrowdChunk, len(rows))
+	for i, r := range rows {
+		out[i] = queue.CrowdChunk{EventID: r.EventID, Prefix: r.Prefix, Cursor: r.Cursor, N: r.N, FirstSeq: r.FirstSeq}
+	}
+	return out, nil
+}
+
+// CrowdFloor is how far SQL knows the crowd of eventID (its virtual users
+// named prefix+index) joined: past its stored chunks, and past every
+// virtual user the audit trail has. A player resumes at least there.
+func (s *Store) CrowdFloor(ctx context.Context, eventID, prefix string) (int64, error) {
+	var floor int64
+	err := s.db.WithContext(ctx).Model(&CrowdChunkRow{}).Where("event_id = ?", eventID).
+		Select("COALESCE(MAX(first_index + n), 0)").Scan(&floor).Error
+	if err != nil {
+		return 0, unavailable("crowd floor", err)
+	}
+	// LIKE's wildcards in prefix only widen the match; CutPrefix decides.
+	var users []string
+	err = s.db.WithContext(ctx).Model(&Entry{}).Where("event_id = ? AND user_id LIKE ?", eventID, prefix+"%").
+		Distinct().Pluck("user_id", &users).Error
+	if err != nil {
+		return 0, unavailable("crowd floor", err)
+	}
+	for _, u := range users {
+		rest, ok := strings.CutPrefix(u, prefix)
+		if k, err := strconv.ParseInt(rest, 10, 64); ok && err == nil {
+			floor = max(floor, k+1)
+		}
+	}
+	return floor, nil
 }

@@ -296,3 +296,112 @@ func TestDropsSurviveARestart(t *testing.T) {
 		})
 	}
 }
+
+// Crowd chunks: stored once, listed by index; the floor is past the chunks
+// and past every virtual user of the crowd the audit trail has.
+func TestCrowdChunksAndFloor(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := storetest.MustOpen(t, dialect)
+			const prefix = "VIRTUAL:d-x-"
+			floor := func() int64 {
+				f, err := s.CrowdFloor(ctx, "ev1", prefix)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return f
+			}
+			if f := floor(); f != 0 {
+				t.Errorf("floor of nothing = %d", f)
+			}
+			cs := []queue.CrowdChunk{{EventID: "ev1", Prefix: prefix, Cursor: 0, N: 250, FirstSeq: 3},
+				{EventID: "ev1", Prefix: prefix, Cursor: 250, N: 100, FirstSeq: 260}}
+			if err := s.SaveCrowdChunks(ctx, cs); err != nil {
+				t.Fatal(err)
+			}
+			// Saving again changes nothing; another event's chunk is its own.
+			if err := s.SaveCrowdChunks(ctx, append(cs[:1:1], queue.CrowdChunk{EventID: "ev2", Prefix: prefix, N: 900})); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.CrowdChunks(ctx, "ev1")
+			if err != nil || !reflect.DeepEqual(got, cs) {
+				t.Fatalf("CrowdChunks = %+v, %v; want %+v", got, err, cs)
+			}
+			if f := floor(); f != 350 {
+				t.Errorf("floor = %d, want 350 (the chunks' end)", f)
+			}
+			// An admission SQL has of index 400 (its chunk not saved yet),
+			// and users that only look like the crowd's.
+			if err := s.CreateEvent(ctx, testEvent("ev1", t0)); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, ctx, s, []queue.Record{
+				rec("1-0", queue.RecordAdmitted, 500, prefix+"400", t0),
+				rec("1-1", queue.RecordAdmitted, 501, "VIRTUAL:d-x-other-9000", t0),
+				rec("1-2", queue.RecordAdmitted, 502, "VIRTUAL:d-xy-9000", t0),
+			})
+			if f := floor(); f != 401 {
+				t.Errorf("floor = %d, want 401 (past the admitted user)", f)
+			}
+			if err := s.DeleteEvent(ctx, "ev1"); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := s.CrowdChunks(ctx, "ev1"); len(got) != 0 {
+				t.Errorf("chunks outlived their event: %+v", got)
+			}
+		})
+	}
+}
+
+// Solo races' results stay out of the public leaderboard and list of
+// finished drops, and make the person's history and the scenario's board.
+func TestSoloResults(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := storetest.MustOpen(t, dialect)
+			pub := testDrop("d-pub", "concert-rush", 0)
+			solo1, solo2 := testDrop("d-solo-1", "concert-rush", 1), testDrop("d-solo-2", "concert-rush", 2)
+			solo1.Owner, solo2.Owner, solo2.Client = "u1", "u1", "10.0.0.1"
+			MustCreateDrops(t, s, pub, solo1, solo2)
+			r1, r2 := testResult(solo1, "u1", 3, 900*time.Millisecond, "", 0, 0), testResult(solo2, "u1", 2, 300*time.Millisecond, "A-1", 0, time.Second)
+			r1.Private, r2.Private, r2.Crowd = true, true, 2000
+			rp := testResult(pub, "u2", 5, 500*time.Millisecond, "B-2", 1, 2*time.Second)
+			if err := s.SaveResults(ctx, []drop.Result{r1, r2, rp}); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range []drop.Drop{pub, solo1, solo2} {
+				if err := s.FinishDrop(ctx, d.ID, drop.Final{FinishedAt: d.OpensAt.Add(time.Minute)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, err := s.Drop(ctx, "d-solo-2"); err != nil || got.Owner != "u1" || got.Client != "10.0.0.1" {
+				t.Errorf("solo drop = %+v, %v", got, err)
+			}
+			if ds, err := s.FinishedDrops(ctx, 10); err != nil || !reflect.DeepEqual(dropIDs(ds), []string{"d-pub"}) {
+				t.Errorf("finished drops %v, %v; want the public one", dropIDs(ds), err)
+			}
+			if b, err := s.Leaderboard(ctx, time.Time{}, "", 10); err != nil || len(b) != 1 || b[0].UserID != "u2" {
+				t.Errorf("leaderboard %+v, %v; want u2's public result alone", b, err)
+			}
+			if h, err := s.SoloHistory(ctx, "u1", 10); err != nil || !reflect.DeepEqual(h, []drop.Result{r2, r1}) {
+				t.Errorf("history %+v, %v; want the latest race first", h, err)
+			}
+			if b, err := s.SoloBoard(ctx, "concert-rush", 10); err != nil || len(b) != 2 || b[0].DropID != "d-solo-2" {
+				t.Errorf("solo board %+v, %v; want the fastest reaction first", b, err)
+			}
+			if err := s.DeleteDrop(ctx, "d-solo-1"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Drop(ctx, "d-solo-1"); queue.ErrorCode(err) != queue.CodeDropNotFound {
+				t.Errorf("deleted drop: %v", err)
+			}
+			if h, _ := s.SoloHistory(ctx, "u1", 10); len(h) != 1 {
+				t.Errorf("a deleted drop's result stayed: %+v", h)
+			}
+		})
+	}
+}

@@ -315,8 +315,8 @@ func TestChangeEventLosesNothing(t *testing.T) {
 	}
 }
 
-// DeleteEvent removes the event's rows from every table but the practice
-// results, and leaves other events alone.
+// DeleteEvent removes the event's rows from every table, and leaves other
+// events alone.
 func TestDeleteEventRemovesItsRows(t *testing.T) {
 	for _, dialect := range storetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
@@ -335,9 +335,6 @@ func TestDeleteEventRemovesItsRows(t *testing.T) {
 				}
 				mustWrite(t, ctx, s, recs)
 				if err := s.PutGrants(ctx, []queue.Grant{{EventID: id, Kind: queue.GrantCode, Value: "VIP-1"}}); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.SavePracticeResult(ctx, raceRecord(id, "u1", "tiny", 1, nil)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -368,11 +365,30 @@ func TestDeleteEventRemovesItsRows(t *testing.T) {
 					t.Errorf("%s: entries %d, transitions %d, orders %d, grants %d; want all %s", tc.id,
 						len(entries), len(trans), len(orders), len(grants), map[bool]string{true: "present", false: "gone"}[tc.want > 0])
 				}
-				if _, err := s.PracticeResult(ctx, tc.id); err != nil {
-					t.Errorf("%s: practice result: %v", tc.id, err)
-				}
 			}
 			mustCode(t, s.DeleteEvent(ctx, "ev1"), queue.CodeEventNotFound)
+		})
+	}
+}
+
+func TestPracticeFlagSurvivesTheEventsTable(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := storetest.MustOpen(t, dialect)
+			ev := testEvent("drop-solo-x", t0)
+			ev.Practice = true
+			if err := s.CreateEvent(ctx, ev); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.Event(ctx, "drop-solo-x")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Practice {
+				t.Error("the practice flag was lost")
+			}
 		})
 	}
 }

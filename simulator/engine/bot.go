@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rushline/rushline/internal/ctxsleep"
@@ -20,18 +22,17 @@ var errAbandon = errors.New("patience ran out")
 
 // bot walks one simulated user through the queue, records the journey and
 // returns its outcome.
-func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome string) {
+//
+// planned is a scheduled bot's planned arrival (zero in a closed phase). A
+// bot that waits by stream first takes a slot at the run's gate, waiting for
+// one when the process holds all it can; its arrival (and lag) counts from
+// when it got one.
+func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase, planned time.Time) (outcome string) {
 	rng := r.rng(index)
 	beh := r.sc.PickBot(rng)
-	b := report.Bot{ID: fmt.Sprintf("%s-%d", r.tag, index), Behavior: beh.Name, Phase: ph.Name, Wait: beh.Wait,
-		ArrivedAt: time.Now(), Reaction: beh.Reaction.Sample(rng)}
+	b := report.Bot{ID: r.tag + "-" + strconv.Itoa(index), Behavior: beh.Name, Phase: ph.Name, Wait: beh.Wait,
+		Reaction: beh.Reaction.Sample(rng)}
 	patience, think := beh.Patience.Sample(rng), beh.Think.Sample(rng)
-	var reqs []report.Request
-	rec := &reqs
-	if r.cfg.SkipRequests {
-		rec = nil
-	}
-	r.arrived.Add(1)
 	defer func() {
 		b.FinishedAt = time.Now()
 		if b.Outcome == "" {
@@ -39,11 +40,24 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 		}
 		outcome = b.Outcome
 		r.done.Add(1)
-		r.mu.Lock()
-		r.raw.Bots = append(r.raw.Bots, b)
-		r.raw.Requests = append(r.raw.Requests, reqs...)
-		r.mu.Unlock()
+		r.rec.Bot(b)
 	}()
+	leave := func() {}
+	if beh.Wait != scenario.WaitPoll {
+		held, ok := r.gate.enter(ctx)
+		b.HeldBack = held
+		if !ok {
+			return
+		}
+		once := sync.OnceFunc(r.gate.leave)
+		leave = once
+		defer once()
+	}
+	b.ArrivedAt = time.Now()
+	if !planned.IsZero() {
+		b.Scheduled, b.Lag = true, b.ArrivedAt.Sub(planned)
+	}
+	r.arrived.Add(1)
 	fail := func(err error) {
 		if ctx.Err() != nil {
 			b.Outcome = report.OutcomeCancelled
@@ -58,12 +72,12 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 	var en entry
 	body := map[string]string{"user_type": "VIRTUAL", "bot_id": b.ID}
 	if r.event.Challenge == "pow" {
-		if err := r.proveWork(ctx, body, rec); err != nil {
+		if err := r.proveWork(ctx, body); err != nil {
 			fail(err)
 			return
 		}
 	}
-	err := r.api.do(ctx, "join", "POST", "/api/v1/events/"+r.event.ID+"/queue", r.api.sim(), body, &en, rec)
+	err := r.api.do(ctx, "join", "POST", "/api/v1/events/"+r.event.ID+"/queue", r.api.sim(), body, &en)
 	if err != nil {
 		fail(err)
 		return
@@ -76,14 +90,15 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 		if patience > 0 {
 			deadline = b.JoinedAt.Add(patience)
 		}
-		en, err = r.wait(ctx, beh, en.Token, deadline, rec)
+		en, err = r.wait(ctx, beh, en.Token, deadline)
 		r.waiting.Add(-1)
+		leave() // the stream is closed: another bot may have its slot
 		switch {
 		case errors.Is(err, errAbandon):
 			b.Outcome = report.OutcomeAbandoned
 			lctx, cancel := detached(ctx)
 			defer cancel()
-			h, _ := r.api.call(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, rec)
+			h, _ := r.api.call(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil)
 			b.LeftActive = h.Get("X-Queue-Status") == "ACTIVE"
 			return
 		case err != nil:
@@ -101,19 +116,20 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 	} else {
 		en.AdmittedAt = time.Now()
 	}
+	leave() // done with streams: another bot may have the slot
 	b.AdmittedAt, b.AdmittedSeen, b.AdmissionNo = en.AdmittedAt, time.Now(), en.AdmissionNo
 	r.active.Add(1)
 	defer r.active.Add(-1)
 	if !ctxsleep.Until(ctx, time.Now().Add(think)) {
 		return
 	}
-	r.buy(ctx, rng, beh, en.Token, &b, rec)
+	r.buy(ctx, rng, beh, en.Token, &b)
 	if b.Outcome == report.OutcomeSoldOut || b.Outcome == report.OutcomeOutbid {
 		// Like a person closing the page: give the active slot back at once
 		// instead of holding it until the window expires.
 		lctx, cancel := detached(ctx)
 		defer cancel()
-		_ = r.api.do(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil, rec)
+		_ = r.api.do(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil)
 	}
 	return // the deferred record sets outcome
 }
@@ -122,12 +138,12 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase) (outcome s
 // person's browser would, adding both to the join body: what the challenge
 // costs a bot farm shows in the bots' join times (the simulator key would
 // let them skip it).
-func (r *run) proveWork(ctx context.Context, body map[string]string, rec *[]report.Request) error {
+func (r *run) proveWork(ctx context.Context, body map[string]string) error {
 	var c struct {
 		Challenge string `json:"challenge"`
 		Bits      int    `json:"bits"`
 	}
-	if err := r.api.do(ctx, "challenge", "GET", "/api/v1/events/"+r.event.ID+"/challenge", nil, nil, &c, rec); err != nil {
+	if err := r.api.do(ctx, "challenge", "GET", "/api/v1/events/"+r.event.ID+"/challenge", nil, nil, &c); err != nil {
 		return err
 	}
 	solution, _, err := fair.SolvePow(ctx, c.Challenge, c.Bits)
@@ -138,23 +154,16 @@ func (r *run) proveWork(ctx context.Context, body map[string]string, rec *[]repo
 	return nil
 }
 
-// wait waits for admission the bot's way: polling, or on a stream when
-// Streams (if set) has a slot free, else polling every DefaultFallbackPoll.
-func (r *run) wait(ctx context.Context, beh *scenario.Bot, token string, deadline time.Time, reqs *[]report.Request) (entry, error) {
+// wait waits for admission the bot's way: polling, or on a stream.
+func (r *run) wait(ctx context.Context, beh *scenario.Bot, token string, deadline time.Time) (entry, error) {
 	if beh.Wait == scenario.WaitPoll {
-		return r.poll(ctx, token, time.Duration(beh.PollInterval), deadline, reqs)
+		return r.poll(ctx, token, time.Duration(beh.PollInterval), deadline)
 	}
-	if s := r.cfg.Streams; s != nil {
-		if !s.acquire() {
-			return r.poll(ctx, token, DefaultFallbackPoll, deadline, reqs)
-		}
-		defer s.release()
-	}
-	return r.stream(ctx, token, deadline, reqs)
+	return r.stream(ctx, token, deadline)
 }
 
 // poll waits for admission by asking for the token's status every interval.
-func (r *run) poll(ctx context.Context, token string, every time.Duration, deadline time.Time, reqs *[]report.Request) (entry, error) {
+func (r *run) poll(ctx context.Context, token string, every time.Duration, deadline time.Time) (entry, error) {
 	en := entry{Token: token}
 	for {
 		wait := every
@@ -169,7 +178,7 @@ func (r *run) poll(ctx context.Context, token string, every time.Duration, deadl
 			return en, ctx.Err()
 		}
 		var st entry
-		if err := r.api.do(ctx, "status", "GET", "/api/v1/events/"+r.event.ID+"/queue/"+token, nil, nil, &st, reqs); err != nil {
+		if err := r.api.do(ctx, "status", "GET", "/api/v1/events/"+r.event.ID+"/queue/"+token, nil, nil, &st); err != nil {
 			var ae *apiError
 			if errors.As(err, &ae) && ae.HTTP < 500 {
 				return en, err
@@ -185,7 +194,7 @@ func (r *run) poll(ctx context.Context, token string, every time.Duration, deadl
 
 // stream waits for admission on the token's SSE stream, reconnecting with
 // Last-Event-ID when it breaks.
-func (r *run) stream(ctx context.Context, token string, deadline time.Time, reqs *[]report.Request) (entry, error) {
+func (r *run) stream(ctx context.Context, token string, deadline time.Time) (entry, error) {
 	en := entry{Token: token}
 	waitCtx := ctx
 	if !deadline.IsZero() {
@@ -194,14 +203,12 @@ func (r *run) stream(ctx context.Context, token string, deadline time.Time, reqs
 		defer cancel()
 	}
 	url := r.api.base + "/api/v1/events/" + r.event.ID + "/queue/" + token + "/stream"
-	client := r.api.client
-	if r.cfg.Streams != nil {
-		client = r.cfg.Streams.client
-	}
 	lastID := ""
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		s, err := sse.Open(waitCtx, client, url, lastID)
+		var s *sse.Stream
+		var err error
+		shallow(func() { s, err = sse.Dial(waitCtx, url, lastID) })
 		rec := report.Request{Step: "stream", At: start, Latency: time.Since(start), Code: 200}
 		if err != nil {
 			var se *sse.StatusError
@@ -211,8 +218,8 @@ func (r *run) stream(ctx context.Context, token string, deadline time.Time, reqs
 				rec.Code, rec.Error = 0, err.Error()
 			}
 		}
-		if reqs != nil && (waitCtx.Err() == nil || err == nil) {
-			*reqs = append(*reqs, rec)
+		if waitCtx.Err() == nil || err == nil {
+			r.rec.Request(rec)
 		}
 		if err == nil {
 			en, err = r.follow(s, en)
@@ -273,14 +280,14 @@ type seatsAnswer struct {
 }
 
 // buy reads the seat map and orders a seat the bot's way, retrying on SEAT_TAKEN.
-func (r *run) buy(ctx context.Context, rng *mrand.Rand, beh *scenario.Bot, token string, b *report.Bot, reqs *[]report.Request) {
+func (r *run) buy(ctx context.Context, rng *mrand.Rand, beh *scenario.Bot, token string, b *report.Bot) {
 	want := ""
 	if beh.Seat == scenario.SeatFixed {
 		want = beh.SeatID
 	}
 	for try := 0; ; try++ {
 		var m seatsAnswer
-		err := r.api.do(ctx, "seats", "GET", "/api/v1/events/"+r.event.ID+"/seats", map[string]string{"X-Queue-Token": token}, nil, &m, reqs)
+		err := r.api.do(ctx, "seats", "GET", "/api/v1/events/"+r.event.ID+"/seats", map[string]string{"X-Queue-Token": token}, nil, &m)
 		if r.ended(ctx, err, b) {
 			return
 		}
@@ -293,7 +300,7 @@ func (r *run) buy(ctx context.Context, rng *mrand.Rand, beh *scenario.Bot, token
 			Seat string `json:"seat"`
 		}
 		err = r.api.do(ctx, "order", "POST", "/api/v1/events/"+r.event.ID+"/orders", r.api.sim(),
-			map[string]string{"token": token, "seat": seat}, &o, reqs)
+			map[string]string{"token": token, "seat": seat}, &o)
 		var ae *apiError
 		switch {
 		case err == nil:

@@ -7,18 +7,28 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"github.com/rushline/rushline/simulator/report"
 )
 
-// api calls the rushline HTTP API and records every call.
+// api calls the rushline HTTP API and records every call but set-up ones.
 type api struct {
 	base    string
 	client  *http.Client
 	simKey  string
 	adminKy string
+	rec     *report.Recorder
+	// inflight, when set, bounds the requests in flight to the pool's
+	// connections: the others wait their turn here, cheaply, rather than
+	// each holding a request and a goroutine inside the transport.
+	inflight chan struct{}
 }
+
+// stepSetup names the run's own calls (create, sample): never recorded.
+const stepSetup = "setup"
 
 // apiError is a non-2xx answer in the API.md shape.
 type apiError struct {
@@ -30,15 +40,47 @@ type apiError struct {
 
 func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.HTTP, e.Code, e.Msg) }
 
-// do sends one request; rec (when set) gets the call's record. out receives a
-// 2xx body. A non-2xx answer returns an *apiError.
-func (a *api) do(ctx context.Context, step, method, path string, hdr map[string]string, body, out any, rec *[]report.Request) error {
-	_, err := a.call(ctx, step, method, path, hdr, body, out, rec)
+// do sends one request and records it (unless step is stepSetup). out
+// receives a 2xx body. A non-2xx answer returns an *apiError.
+func (a *api) do(ctx context.Context, step, method, path string, hdr map[string]string, body, out any) error {
+	_, err := a.call(ctx, step, method, path, hdr, body, out)
 	return err
 }
 
-// call is do that also returns the answer's headers.
-func (a *api) call(ctx context.Context, step, method, path string, hdr map[string]string, body, out any, rec *[]report.Request) (http.Header, error) {
+// call is do that also returns the answer's headers. A request is timed from
+// when it was written to the connection (httptrace's WroteRequest) to its
+// answer read; the time before, waiting for a connection or dialling one,
+// is the client's own wait, recorded apart.
+func (a *api) call(ctx context.Context, step, method, path string, hdr map[string]string, body, out any) (h http.Header, err error) {
+	start := time.Now()
+	if a.inflight != nil {
+		select {
+		case a.inflight <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		defer func() { <-a.inflight }()
+	}
+	shallow(func() { h, err = a.send(ctx, start, step, method, path, hdr, body, out) })
+	return h, err
+}
+
+// shallow runs fn on a goroutine of its own and waits for it. HTTP and JSON
+// work then grows that short-lived goroutine's stack, not the bot's: a
+// goroutine keeps the stack of its deepest call for as long as it waits
+// (a GC halves it only when three quarters are unused), and a waiting bot
+// should cost a few kilobytes, not the 16 KB an HTTP call leaves behind.
+func shallow(fn func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	<-done
+}
+
+// send is call on the caller's goroutine, the request decided at start.
+func (a *api) send(ctx context.Context, start time.Time, step, method, path string, hdr map[string]string, body, out any) (http.Header, error) {
 	var in []byte
 	if body != nil {
 		var err error
@@ -46,7 +88,10 @@ func (a *api) call(ctx context.Context, step, method, path string, hdr map[strin
 			return nil, err
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, bytes.NewReader(in))
+	// Set on the transport's goroutine: the time from start to written.
+	var wrote atomic.Int64
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(int64(time.Since(start))) }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), method, a.base+path, bytes.NewReader(in))
 	if err != nil {
 		return nil, err
 	}
@@ -54,19 +99,28 @@ func (a *api) call(ctx context.Context, step, method, path string, hdr map[strin
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
-	start := time.Now()
 	res, err := a.client.Do(req)
 	r := report.Request{Step: step, At: start, BytesOut: int64(len(in))}
+	timed := func() {
+		total, w := time.Since(start), time.Duration(wrote.Load())
+		if w == 0 {
+			r.Wait = total
+			return
+		}
+		r.Wait, r.Latency = w, total-w
+	}
 	if err != nil {
-		r.Latency, r.Error = time.Since(start), err.Error()
-		if rec != nil && ctx.Err() == nil {
-			*rec = append(*rec, r)
+		timed()
+		r.Error = err.Error()
+		if ctx.Err() == nil {
+			a.record(r)
 		}
 		return nil, err
 	}
 	raw, err := io.ReadAll(res.Body)
 	res.Body.Close()
-	r.Latency, r.Code, r.BytesIn = time.Since(start), res.StatusCode, int64(len(raw))
+	timed()
+	r.Code, r.BytesIn = res.StatusCode, int64(len(raw))
 	var result error
 	switch {
 	case err != nil:
@@ -83,10 +137,14 @@ func (a *api) call(ctx context.Context, step, method, path string, hdr map[strin
 			r.Error, result = "decode: "+err.Error(), err
 		}
 	}
-	if rec != nil {
-		*rec = append(*rec, r)
-	}
+	a.record(r)
 	return res.Header, result
+}
+
+func (a *api) record(r report.Request) {
+	if a.rec != nil && r.Step != stepSetup {
+		a.rec.Request(r)
+	}
 }
 
 func (a *api) sim() map[string]string   { return map[string]string{"X-Simulator-Key": a.simKey} }

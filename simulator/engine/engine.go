@@ -13,7 +13,6 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"net/http"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,15 +40,24 @@ type Config struct {
 	Target       string
 	SimulatorKey string
 	AdminKey     string
-	// Client, when set, sends every request; without Streams it needs room
-	// for one connection per SSE bot.
+	// Client, when set, sends every request; else the run makes one with a
+	// pool sized to the process's descriptor limit.
 	Client *http.Client
-	// Streams, when set, bounds the bots' SSE streams and sends them.
-	Streams *Streams
-	// SkipRequests keeps no record of each request, only each bot's
-	// journey, so a run's memory grows with its bots and not with their
-	// calls (practice races read only the bots' outcomes).
-	SkipRequests bool
+	// MaxStreams, when set, lowers the streams a run holds: the run dials
+	// each stream itself and holds at most what the descriptor limit (and
+	// MaxStreams) allows; a bot that waits by stream waits for a slot
+	// before it joins, and is counted as held back.
+	MaxStreams int
+	// KeepBots and KeepRequests keep the raw record of every bot and every
+	// request beside the aggregates.
+	KeepBots, KeepRequests bool
+	// StartAt, when set, starts the scenario clock at that instant (every
+	// shard given the same one starts together); the run waits until then,
+	// counting down on Progress. A run that gets there late says by how much.
+	StartAt time.Time
+	// LagTolerance is how late (p99) arrivals may start before the report
+	// flags the generator as saturated; 0 is report.DefaultLagTolerance.
+	LagTolerance time.Duration
 	// Shard (1-based) of Shards takes every Shards-th arrival; all shards
 	// together make exactly the arrivals of one unsharded run.
 	Shard, Shards int
@@ -63,9 +71,6 @@ type Config struct {
 	// often (for a pipe or a log file), and a last one at the end.
 	Progress      io.Writer
 	ProgressEvery time.Duration
-	// Opened, when set, is called with the event's opening time once the
-	// event is known, before the first arrival (practice mode uses it).
-	Opened func(eventID string, opensAt time.Time)
 }
 
 // Run plays sc against cfg.Target until every bot has finished, the grace time
@@ -81,27 +86,49 @@ func Run(ctx context.Context, sc *scenario.Scenario, cfg Config) (report.Raw, er
 	if cfg.Grace == 0 {
 		cfg.Grace = DefaultGrace
 	}
+	if cfg.LagTolerance == 0 {
+		cfg.LagTolerance = report.DefaultLagTolerance
+	}
+	gen := report.Generator{FDLimit: raiseFDLimit(), LagTolerance: cfg.LagTolerance, StartAt: cfg.StartAt}
+	pool, streams := budget(gen.FDLimit, cfg.MaxStreams)
 	client := cfg.Client
 	if client == nil {
-		client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024, IdleConnTimeout: 30 * time.Second}}
+		client = &http.Client{Transport: &http.Transport{MaxConnsPerHost: pool, MaxIdleConnsPerHost: pool,
+			IdleConnTimeout: 30 * time.Second}}
+		gen.Pool = pool
 	}
-	a := &api{base: cfg.Target, client: client, simKey: cfg.SimulatorKey, adminKy: cfg.AdminKey}
-	ev, err := setUp(ctx, a, sc, cfg)
+	r := &run{sc: sc, cfg: cfg, tag: randomTag(), gate: newGate(streams)}
+	gen.Streams = streams
+	r.api = &api{base: cfg.Target, client: client, simKey: cfg.SimulatorKey, adminKy: cfg.AdminKey}
+	if cfg.Client == nil {
+		r.api.inflight = make(chan struct{}, pool)
+	}
+	ev, err := setUp(ctx, r.api, sc, cfg)
 	if err != nil {
 		return report.Raw{}, err
 	}
-	opensAt := time.Now()
+	started := time.Now()
+	if !cfg.StartAt.IsZero() {
+		if !r.countdown(ctx) {
+			return report.Raw{}, ctx.Err()
+		}
+		started = time.Now()
+		if late := started.Sub(cfg.StartAt); late > startSlack {
+			gen.StartLate = late
+		}
+		started = cfg.StartAt
+	}
+	opensAt := started
 	if ev.OpensAt != nil && ev.OpensAt.After(opensAt) {
 		opensAt = *ev.OpensAt
 	}
-	if cfg.Opened != nil {
-		cfg.Opened(ev.ID, opensAt)
-	}
-	r := &run{sc: sc, cfg: cfg, api: a, event: ev, opensAt: opensAt, tag: randomTag()}
+	r.event, r.opensAt = ev, opensAt
+	r.rec = report.NewRecorder(opensAt, cfg.KeepBots, cfg.KeepRequests)
+	r.api.rec = r.rec
 	r.raw = report.Raw{Scenario: sc.Name, Seed: sc.Seed, Target: cfg.Target, EventID: ev.ID, Seats: ev.Seats,
-		Started: time.Now(), OpensAt: opensAt}
+		Started: started, OpensAt: opensAt, Generator: gen}
 	if cfg.Shards > 1 {
-		r.raw.Shard = fmt.Sprintf("%d/%d", cfg.Shard, cfg.Shards)
+		r.raw.Shard = report.FormatShard(cfg.Shard, cfg.Shards)
 	}
 	return r.play(ctx)
 }
@@ -132,13 +159,16 @@ func setUp(ctx context.Context, a *api, sc *scenario.Scenario, cfg Config) (even
 			"admit_batch": c.AdmitBatch, "admit_interval_ms": c.AdmitIntervalMS, "active_ttl_s": c.ActiveTTLS,
 			"policy": c.Policy, "max_tps": c.MaxTPS}
 		now := time.Now().UTC()
+		if !cfg.StartAt.IsZero() {
+			now = cfg.StartAt.UTC() // every shard computes the same opening
+		}
 		if c.OpensIn > 0 {
 			body["opens_at"] = now.Add(time.Duration(c.OpensIn)).Truncate(time.Millisecond)
 		}
 		if c.ClosesIn > 0 {
 			body["closes_at"] = now.Add(time.Duration(c.ClosesIn)).Truncate(time.Millisecond)
 		}
-		err := a.do(ctx, "setup", "POST", "/api/v1/admin/events", a.admin(), body, nil, nil)
+		err := a.do(ctx, stepSetup, "POST", "/api/v1/admin/events", a.admin(), body, nil)
 		var ae *apiError
 		if err != nil && !(errors.As(err, &ae) && ae.Code == "EVENT_EXISTS" && cfg.Shards > 1) {
 			return event{}, fmt.Errorf("engine: create event %s: %w", id, err)
@@ -149,7 +179,7 @@ func setUp(ctx context.Context, a *api, sc *scenario.Scenario, cfg Config) (even
 	var ev event
 	var err error
 	for try := 0; try < 20; try++ {
-		if err = a.do(ctx, "setup", "GET", "/api/v1/events/"+id, nil, nil, &ev, nil); err == nil {
+		if err = a.do(ctx, stepSetup, "GET", "/api/v1/events/"+id, nil, nil, &ev); err == nil {
 			return ev, nil
 		}
 		var ae *apiError
@@ -189,6 +219,11 @@ func (r *run) schedule() ([]arrival, error) {
 		start += time.Duration(ph.Duration)
 	}
 	r.closedBase = n
+	offs := make([]time.Duration, len(out))
+	for i, av := range out {
+		offs[i] = av.at
+	}
+	r.rec.Plan(offs...)
 	return out, nil
 }
 
@@ -201,9 +236,11 @@ type run struct {
 	opensAt    time.Time
 	tag        string
 	closedBase int
+	gate       *gate // bounds the streams held at once
+	rec        *report.Recorder
 
 	mu  sync.Mutex
-	raw report.Raw
+	raw report.Raw // Samples under mu
 
 	arrived, joined, waiting, active, done atomic.Int64
 }
@@ -241,10 +278,11 @@ func (r *run) play(ctx context.Context) (report.Raw, error) {
 		start += time.Duration(ph.Duration)
 	}
 	for _, av := range arrivals {
-		if !ctxsleep.Until(ctx, r.opensAt.Add(av.at)) {
+		planned := r.opensAt.Add(av.at)
+		if !ctxsleep.Until(ctx, planned) {
 			break
 		}
-		bots.Go(func() { r.bot(botCtx, av.index, av.phase) })
+		bots.Go(func() { r.bot(botCtx, av.index, av.phase, planned) })
 	}
 
 	// Wait for the bots, but no longer than the grace time after the last phase.
@@ -265,12 +303,12 @@ func (r *run) play(ctx context.Context) (report.Raw, error) {
 	final, cancel := detached(ctx)
 	defer cancel()
 	var ev event
-	if err := r.api.do(final, "setup", "GET", "/api/v1/events/"+r.event.ID, nil, nil, &ev, nil); err == nil && ev.Stats != nil {
+	if err := r.api.do(final, stepSetup, "GET", "/api/v1/events/"+r.event.ID, nil, nil, &ev); err == nil && ev.Stats != nil {
 		r.raw.Final = *ev.Stats
 	}
 	r.raw.Finished = time.Now()
-	sort.Slice(r.raw.Bots, func(i, j int) bool { return r.raw.Bots[i].ArrivedAt.Before(r.raw.Bots[j].ArrivedAt) })
-	sort.SliceStable(r.raw.Requests, func(i, j int) bool { return r.raw.Requests[i].At.Before(r.raw.Requests[j].At) })
+	agg, botRecs, reqs := r.rec.Result()
+	r.raw.Agg, r.raw.Bots, r.raw.Requests = &agg, botRecs, reqs
 	return r.raw, ctx.Err()
 }
 
@@ -285,7 +323,7 @@ func (r *run) closedSlot(ctx context.Context, ph *scenario.Phase, phase, slot in
 	base := r.closedBase + ((phase*maxClosedSlots+slot)*r.cfg.Shards+r.cfg.Shard-1)*perSlot
 	for i := 0; i < perSlot && time.Now().Before(until) && ctx.Err() == nil; i++ {
 		began := time.Now()
-		if r.bot(ctx, base+i, ph) == report.OutcomeFailed && time.Since(began) < failPause {
+		if r.bot(ctx, base+i, ph, time.Time{}) == report.OutcomeFailed && time.Since(began) < failPause {
 			// A target refusing everyone must not turn the slot into a busy loop.
 			ctxsleep.Until(ctx, began.Add(failPause))
 		}
@@ -299,7 +337,31 @@ const (
 	failPause = 250 * time.Millisecond
 	// cleanupTimeout bounds the calls a run makes after it was cancelled.
 	cleanupTimeout = 5 * time.Second
+	// startSlack is how late a run may reach its StartAt unremarked.
+	startSlack = 20 * time.Millisecond
 )
+
+// countdown waits for cfg.StartAt, counting down on Progress; false when ctx
+// ended first.
+func (r *run) countdown(ctx context.Context) bool {
+	at := r.cfg.StartAt
+	if r.cfg.Progress != nil && time.Until(at) > 0 {
+		fmt.Fprintf(r.cfg.Progress, "starting at %s (in %s)\n", at.UTC().Format(time.RFC3339Nano), time.Until(at).Round(time.Second))
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for time.Until(at) > time.Second {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if left := time.Until(at); r.cfg.Progress != nil && left > time.Second && (left < 10*time.Second || int(left.Seconds())%10 == 0) {
+			fmt.Fprintf(r.cfg.Progress, "starting in %s\n", left.Round(time.Second))
+		}
+	}
+	return ctxsleep.Until(ctx, at)
+}
 
 // detached is a context for clean-up calls that must outlive ctx's
 // cancellation but not hang on a frozen target.
@@ -313,7 +375,7 @@ func (r *run) sample(ctx context.Context) {
 	defer t.Stop()
 	for {
 		var ev event
-		if err := r.api.do(ctx, "setup", "GET", "/api/v1/events/"+r.event.ID, nil, nil, &ev, nil); err == nil && ev.Stats != nil {
+		if err := r.api.do(ctx, stepSetup, "GET", "/api/v1/events/"+r.event.ID, nil, nil, &ev); err == nil && ev.Stats != nil {
 			r.mu.Lock()
 			r.raw.Samples = append(r.raw.Samples, report.Sample{At: time.Now(), EventStats: *ev.Stats})
 			r.mu.Unlock()
@@ -340,8 +402,9 @@ func (r *run) progress(ctx context.Context) {
 	status := func() string {
 		j, d, now := r.joined.Load(), r.done.Load(), time.Now()
 		secs := max(now.Sub(last).Seconds(), 1e-3)
-		line := fmt.Sprintf("%6s  bots %d  joined %d  waiting %d  active %d  done %d  |  %.0f joins/s  %.0f done/s",
-			now.Sub(start).Truncate(time.Second), r.arrived.Load(), j, r.waiting.Load(), r.active.Load(), d,
+		held := r.gate.waiting.Load()
+		line := fmt.Sprintf("%6s  bots %d  held back %d  joined %d  waiting %d  active %d  done %d  |  %.0f joins/s  %.0f done/s",
+			now.Sub(start).Truncate(time.Second), r.arrived.Load(), held, j, r.waiting.Load(), r.active.Load(), d,
 			float64(j-lastJoined)/secs, float64(d-lastDone)/secs)
 		lastJoined, lastDone, last = j, d, now
 		return line

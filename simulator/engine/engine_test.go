@@ -2,12 +2,10 @@ package engine_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"sort"
-	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rushline/rushline/simulator/engine"
 	"github.com/rushline/rushline/simulator/internal/simtest"
@@ -77,11 +75,16 @@ func TestPracticeSmallEndToEnd(t *testing.T) {
 	t.Parallel()
 	target := simtest.MustServer(t)
 	sc := MustScenario(t, "practice-small.yaml")
-	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator, AdminKey: simtest.Keys.Admin})
+	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator,
+		AdminKey: simtest.Keys.Admin, KeepBots: true, KeepRequests: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	MustCheckRun(t, sc, raw, raw.Bots)
+	// The aggregates count what the raw records hold.
+	if a := raw.Agg; a == nil || a.Steps["join"].Requests != int64(countStep(raw.Requests, "join")) || a.Joined != int64(len(raw.Bots)) {
+		t.Fatalf("aggregates %+v disagree with %d bots", a, len(raw.Bots))
+	}
 	steps := map[string]int{}
 	for _, r := range raw.Requests {
 		steps[r.Step]++
@@ -103,7 +106,7 @@ func TestShardsMergeToOneRun(t *testing.T) {
 	t.Parallel()
 	target := simtest.MustServer(t)
 	sc := MustScenario(t, "practice-small.yaml")
-	cfg := engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator, AdminKey: simtest.Keys.Admin}
+	cfg := engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator, AdminKey: simtest.Keys.Admin, KeepBots: true}
 	var (
 		wg     sync.WaitGroup
 		single report.Raw
@@ -162,72 +165,64 @@ func MustBuild(tb testing.TB, sc *scenario.Scenario, raw report.Raw) *report.Rep
 	return r
 }
 
-// counting is a RoundTripper that counts requests by kind and the most
-// responses it had open at once.
-type counting struct {
-	next http.RoundTripper
-
-	mu             sync.Mutex
-	open, maxOpen  int
-	polls, streams int
-}
-
-func (c *counting) RoundTrip(req *http.Request) (*http.Response, error) {
-	res, err := c.next.RoundTrip(req)
-	if err != nil {
-		return nil, err
+func countStep(reqs []report.Request, step string) (n int) {
+	for _, q := range reqs {
+		if q.Step == step {
+			n++
+		}
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case strings.HasSuffix(req.URL.Path, "/stream"):
-		c.streams++
-	case req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/queue/"):
-		c.polls++
-	}
-	c.open++
-	c.maxOpen = max(c.maxOpen, c.open)
-	res.Body = &countedBody{ReadCloser: res.Body, c: c}
-	return res, nil
+	return n
 }
 
-type countedBody struct {
-	io.ReadCloser
-	c    *counting
-	once sync.Once
-}
-
-func (b *countedBody) Close() error {
-	b.once.Do(func() { b.c.mu.Lock(); b.c.open--; b.c.mu.Unlock() })
-	return b.ReadCloser.Close()
-}
-
-// With Streams, at most its slots of SSE bots hold a stream at once; the
-// others poll, and the run still ends the way it must. SkipRequests keeps
-// the bots' journeys and no request records.
-func TestStreamsBoundTheOpenStreams(t *testing.T) {
+// A run holds at most MaxStreams streams: the bots beyond
+// wait their turn before joining and are counted as held back, and none
+// fails to dial.
+func TestGateHoldsBotsBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole practice-small run takes ~20 s")
 	}
 	target := simtest.MustServer(t)
 	sc := MustScenario(t, "practice-small.yaml")
-	calls := &counting{next: http.DefaultTransport}
-	streams := &counting{next: http.DefaultTransport}
-	const slots = 4
 	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator,
-		AdminKey: simtest.Keys.Admin, Client: &http.Client{Transport: calls},
-		Streams: engine.NewStreams(&http.Client{Transport: streams}, slots), SkipRequests: true})
+		AdminKey: simtest.Keys.Admin, MaxStreams: 16, KeepBots: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	MustCheckRun(t, sc, raw, raw.Bots)
-	if streams.maxOpen > slots || streams.streams == 0 {
-		t.Errorf("%d streams sent, at most %d open at once; want some, never over %d", streams.streams, streams.maxOpen, slots)
+	if raw.Generator.Streams != 16 || raw.Agg.HeldBack == 0 || raw.Generator.FDLimit < 64 {
+		t.Errorf("generator %+v, %d held back; want 16 streams and some held back", raw.Generator, raw.Agg.HeldBack)
 	}
-	if calls.streams != 0 || calls.polls == 0 {
-		t.Errorf("the call client sent %d streams and %d polls; want none and some", calls.streams, calls.polls)
+	for step, st := range raw.Agg.Steps {
+		if len(st.Errors) != 0 && step != "order" {
+			t.Errorf("%s errors: %+v", step, st.Errors)
+		}
 	}
-	if len(raw.Requests) != 0 {
-		t.Errorf("%d requests recorded with SkipRequests", len(raw.Requests))
+}
+
+// A run that reaches its StartAt late starts at once, says by how much, and
+// its arrivals, planned from StartAt, show the lag: the report flags the
+// generator as saturated.
+func TestLateStartReported(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs bots against a server")
+	}
+	target := simtest.MustServer(t)
+	sc, err := scenario.Load("../testdata/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	startAt := time.Now().Add(-2 * time.Second)
+	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator,
+		AdminKey: simtest.Keys.Admin, StartAt: startAt, Shard: 1, Shards: 2, EventID: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw.Generator.StartLate < 2*time.Second || !raw.OpensAt.Equal(startAt) {
+		t.Fatalf("start late %v, opens %v; want ≥ 2s late, opening at %v", raw.Generator.StartLate, raw.OpensAt, startAt)
+	}
+	r := MustBuild(t, sc, raw)
+	g := r.Summary.Generator
+	if len(g.LateStarts) != 1 || g.LateStarts[0].Shard != "1/2" || !g.Saturated || g.Lag.Min < time.Second {
+		t.Errorf("generator %+v; want shard 1/2 late and saturated", g)
 	}
 }

@@ -3,20 +3,20 @@ package report
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"time"
-
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/rushline/rushline/simulator/scenario"
 )
 
 // run is one run: its shards, and the shard whose event stats count.
 type run struct {
-	shards []int // indexes into the sorted raws, in shard order
-	stats  int   // the shard whose Samples and Final are used
+	shards []int         // indexes into the sorted raws, in shard order
+	stats  int           // the shard whose Samples and Final are used
+	bought map[int]int64 // seats bought by bots, by shard
 	opens  time.Time
 	info   Run
 }
@@ -28,15 +28,15 @@ var outcomeOrder = []string{OutcomeBought, OutcomeSoldOut, OutcomeOutbid, Outcom
 var stepOrder = []string{StepJoin, StepStatus, StepStream, StepSeats, StepOrder, StepLeave}
 
 func build(in []Raw, thresholds []scenario.Threshold) (*Report, error) {
+	for i := range in {
+		if in[i].Agg == nil {
+			a := aggregate(&in[i])
+			in[i].Agg = &a
+		}
+	}
 	raws, runs, err := groupRuns(in)
 	if err != nil {
 		return nil, err
-	}
-	runOf := make([]int, len(raws))
-	for g, ru := range runs {
-		for _, i := range ru.shards {
-			runOf[i] = g
-		}
 	}
 	r := &Report{Schema: Schema, Raw: raws, Runs: make([]Run, len(runs)), Shards: []string{}}
 	for g := range runs {
@@ -58,14 +58,38 @@ func build(in []Raw, thresholds []scenario.Threshold) (*Report, error) {
 		}
 	}
 
+	// Every shard's seconds count from its own opening; a run's from the
+	// earliest of its shards'; different runs each from their own.
+	var all Aggregates
+	fifo := make([][][2]int64, len(runs))
+	for g, ru := range runs {
+		for _, i := range ru.shards {
+			a := raws[i].Agg
+			all.merge(a, secondOf(openingOf(&raws[i]), ru.opens))
+			fifo[g] = append(fifo[g], a.FIFO...)
+		}
+	}
+	all.FIFO = nil
+
 	s := &r.Summary
-	s.Bots = botsOf(raws)
-	r.feedSteps(raws)
-	waiting(s, raws, runs, runOf)
-	if r.Timeline, err = timeline(raws, runs, runOf); err != nil {
+	s.Bots = botsOf(&all)
+	s.Steps, s.Errors = stepsOf(&all)
+	for _, st := range s.Steps {
+		s.Requests += int64(st.Requests)
+		s.Unexpected += st.Unexpected
+	}
+	for _, sec := range all.Seconds {
+		s.Orders += sec.Orders
+	}
+	if s.Requests > 0 {
+		s.ErrorRate = float64(s.Unexpected) / float64(s.Requests)
+	}
+	waiting(s, &all, runs, fifo)
+	s.Generator = generatorOf(&all, raws)
+	if r.Timeline, err = timeline(&all, raws, runs); err != nil {
 		return nil, err
 	}
-	r.WaitHistogram = histogram(waits(raws))
+	r.WaitHistogram = histogram(&all.Wait)
 	s.Metrics = metricsOf(s)
 	r.Thresholds = make([]ThresholdResult, 0, len(thresholds))
 	units := map[string]string{}
@@ -92,6 +116,14 @@ func build(in []Raw, thresholds []scenario.Threshold) (*Report, error) {
 		r.Verdict = VerdictFail
 	}
 	return r, nil
+}
+
+// openingOf is when a raw run's seconds count from.
+func openingOf(raw *Raw) time.Time {
+	if raw.OpensAt.IsZero() {
+		return raw.Started
+	}
+	return raw.OpensAt
 }
 
 // groupRuns sorts the raws (runs by start, shards by index) and groups the
@@ -154,12 +186,14 @@ func groupRuns(in []Raw) ([]Raw, []run, error) {
 		ru := &runs[g]
 		first := &raws[ru.shards[0]]
 		ru.stats = ru.shards[0]
+		ru.bought = map[int]int64{}
 		ru.info = Run{
 			Scenario: first.Scenario, Seed: first.Seed, Target: first.Target, Event: first.EventID,
 			Shards: []string{},
 		}
 		for _, i := range ru.shards {
 			raw := &raws[i]
+			ru.bought[i] = raw.Agg.Bought
 			if raw.Shard != "" {
 				ru.info.Shards = append(ru.info.Shards, raw.Shard)
 			}
@@ -175,12 +209,19 @@ func groupRuns(in []Raw) ([]Raw, []run, error) {
 			if raw.Finished.After(ru.info.Finished) {
 				ru.info.Finished = raw.Finished
 			}
-			ru.info.Bots += int64(len(raw.Bots))
-			ru.info.Requests += int64(len(raw.Requests))
+			for _, by := range raw.Agg.Outcomes {
+				for _, n := range by {
+					ru.info.Bots += n
+				}
+			}
+			for _, st := range raw.Agg.Steps {
+				ru.info.Requests += st.Requests
+			}
 		}
 		if ru.opens.IsZero() {
 			ru.opens = ru.info.Started
 		}
+
 		ru.info.OpensAt = ru.opens
 		ru.info.Final = raws[ru.stats].Final
 		if ru.opens.IsZero() && (ru.info.Bots > 0 || ru.info.Requests > 0) {
@@ -197,100 +238,64 @@ func outcomeName(o string) string {
 	return o
 }
 
-func botsOf(raws []Raw) Bots {
+func botsOf(a *Aggregates) Bots {
 	b := Bots{Outcomes: map[string]int64{}, Behaviors: []BehaviorBots{}}
-	idx := map[string]int{}
-	for i := range raws {
-		for j := range raws[i].Bots {
-			bot := &raws[i].Bots[j]
-			o := outcomeName(bot.Outcome)
-			b.Total++
-			b.Outcomes[o]++
-			k, ok := idx[bot.Behavior]
-			if !ok {
-				k = len(b.Behaviors)
-				idx[bot.Behavior] = k
-				b.Behaviors = append(b.Behaviors, BehaviorBots{Behavior: bot.Behavior, Outcomes: map[string]int64{}})
-			}
-			b.Behaviors[k].Total++
-			b.Behaviors[k].Outcomes[o]++
+	for beh, by := range a.Outcomes {
+		bb := BehaviorBots{Behavior: beh, Outcomes: map[string]int64{}}
+		for o, n := range by {
+			bb.Total += n
+			bb.Outcomes[o] += n
+			b.Total += n
+			b.Outcomes[o] += n
 		}
+		b.Behaviors = append(b.Behaviors, bb)
 	}
 	slices.SortFunc(b.Behaviors, func(x, y BehaviorBots) int { return cmp.Compare(x.Behavior, y.Behavior) })
 	return b
 }
 
-// feedSteps feeds every request to its step's vegeta Metrics, in canonical order.
-func (r *Report) feedSteps(raws []Raw) {
-	s := &r.Summary
-	r.steps = map[string]*vegeta.Metrics{}
-	byStep := map[string]*Step{}
-	codes := map[string]map[int]int64{} // counted as ints, named once at the end
-	var res vegeta.Result               // Metrics.Add keeps no reference to it
-	for i, ref := range requestOrder(raws) {
-		q := &raws[ref.raw].Requests[ref.req]
-		m := r.steps[q.Step]
-		st := byStep[q.Step]
-		if m == nil {
-			m = &vegeta.Metrics{}
-			r.steps[q.Step] = m
-			st = &Step{Step: q.Step, StatusCodes: map[string]int64{}, Errors: map[string]int64{}}
-			byStep[q.Step] = st
-			codes[q.Step] = map[int]int64{}
+// stepsOf summarises each step, and lists every error kind, most frequent first.
+func stepsOf(a *Aggregates) ([]Step, []ErrorKind) {
+	steps := make([]Step, 0, len(a.Steps))
+	errs := []ErrorKind{}
+	for name, sa := range a.Steps {
+		st := Step{Step: name, Requests: uint64(sa.Requests), Unexpected: sa.Unexpected,
+			Latency: sa.Latency.Dist(), ClientWait: sa.Wait.Dist(),
+			BytesIn: uint64(sa.BytesIn), BytesOut: uint64(sa.BytesOut),
+			StatusCodes: map[string]int64{}, Errors: map[string]int64{}}
+		maps.Copy(st.StatusCodes, sa.Codes)
+		if sa.Requests > 0 {
+			st.Success = float64(sa.Success) / float64(sa.Requests)
 		}
-		setResult(&res, q, uint64(i))
-		m.Add(&res)
-		codes[q.Step][int(res.Code)]++
-		if res.Error != "" {
-			st.Errors[res.Error]++
+		if span := sa.Last.Sub(sa.First).Seconds(); span > 0 {
+			st.Rate = float64(sa.Requests) / span
 		}
-		s.Requests++
-		if unexpected(q) {
-			st.Unexpected++
-			s.Unexpected++
+		if span := sa.LastDone.Sub(sa.First).Seconds(); span > 0 {
+			st.Throughput = float64(sa.Success) / span
 		}
-		if q.Step == StepOrder && q.Code >= 200 && q.Code < 300 && q.Error == "" {
-			s.Orders++
+		for _, e := range sa.Errors {
+			st.Errors[e.Kind] += e.Count
+			errs = append(errs, e)
 		}
+		steps = append(steps, st)
 	}
-	if s.Requests > 0 {
-		s.ErrorRate = float64(s.Unexpected) / float64(s.Requests)
-	}
-	s.Steps = make([]Step, 0, len(byStep))
-	for name, st := range byStep {
-		m := r.steps[name]
-		m.Close()
-		for code, n := range codes[name] {
-			st.StatusCodes[strconv.Itoa(code)] = n
-		}
-		l := m.Latencies
-		st.Requests = m.Requests
-		st.Rate, st.Throughput, st.Success = finite(m.Rate), finite(m.Throughput), finite(m.Success)
-		st.BytesIn, st.BytesOut = m.BytesIn.Total, m.BytesOut.Total
-		st.Latency = Dist{
-			Count: int64(m.Requests), Min: l.Min, Mean: l.Mean,
-			P50: l.P50, P90: l.P90, P95: l.P95, P99: l.P99, Max: l.Max,
-			Curve: make([]Quantile, len(CurveQuantiles)),
-		}
-		for k, q := range CurveQuantiles {
-			v := l.Min
-			switch {
-			case q == 1:
-				v = l.Max
-			case q > 0:
-				v = l.Quantile(q)
-			}
-			st.Latency.Curve[k] = Quantile{Q: q, Value: v}
-		}
-		s.Steps = append(s.Steps, *st)
-	}
-	slices.SortFunc(s.Steps, func(a, b Step) int {
+	slices.SortFunc(steps, func(a, b Step) int {
 		ia, ib := rankOf(stepOrder, a.Step), rankOf(stepOrder, b.Step)
 		if ia != ib {
 			return cmp.Compare(ia, ib)
 		}
 		return cmp.Compare(a.Step, b.Step)
 	})
+	slices.SortFunc(errs, func(x, y ErrorKind) int {
+		if x.Count != y.Count {
+			return cmp.Compare(y.Count, x.Count)
+		}
+		if c := cmp.Compare(rankOf(stepOrder, x.Step), rankOf(stepOrder, y.Step)); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Step+" "+x.Kind, y.Step+" "+y.Kind)
+	})
+	return steps, errs
 }
 
 func rankOf(order []string, s string) int {
@@ -300,58 +305,18 @@ func rankOf(order []string, s string) int {
 	return len(order)
 }
 
-func finite(f float64) float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) {
-		return 0
-	}
-	return f
-}
-
 // waiting computes the waiting-room figures: admissions, seats, the
 // promotion, wait and reaction distributions, and FIFO order per run.
-func waiting(s *Summary, raws []Raw, runs []run, runOf []int) {
-	var promo, promoPoll, reaction []time.Duration
-	pairs := make([][]fifoPair, len(runs))
-	virtual := make([]int64, len(runs))
-	for i := range raws {
-		g := runOf[i]
-		for j := range raws[i].Bots {
-			b := &raws[i].Bots[j]
-			if !b.JoinedAt.IsZero() {
-				s.Joined++
-			}
-			if !b.AdmittedAt.IsZero() || !b.AdmittedSeen.IsZero() {
-				s.Admitted++
-			}
-			// Promotion latency is push delivery: bots that waited on a
-			// stream. Polling bots learn at their next poll (reported apart);
-			// bots admitted on join never waited.
-			if !b.AdmittedAt.IsZero() && !b.AdmittedSeen.IsZero() && b.PositionAtJoin > 0 {
-				d := max(b.AdmittedSeen.Sub(b.AdmittedAt), 0)
-				if b.Wait == "poll" {
-					promoPoll = append(promoPoll, d)
-				} else {
-					promo = append(promo, d)
-				}
-			}
-			if !b.ArrivedAt.IsZero() {
-				reaction = append(reaction, max(b.Reaction, 0))
-			}
-			switch b.Outcome {
-			case OutcomeBought:
-				virtual[g]++
-			case OutcomeAbandoned:
-				s.Abandoned++
-			}
-			if b.Seq > 0 && b.AdmissionNo > 0 {
-				pairs[g] = append(pairs[g], fifoPair{b.Seq, b.AdmissionNo})
-			}
-		}
-	}
+func waiting(s *Summary, a *Aggregates, runs []run, fifo [][][2]int64) {
+	s.Joined, s.Admitted, s.Abandoned = a.Joined, a.Admitted, a.Abandoned
 	for g := range runs {
-		s.SeatsVirtual += virtual[g]
+		var virtual int64
+		for _, i := range runs[g].shards {
+			virtual += runs[g].bought[i]
+		}
+		s.SeatsVirtual += virtual
 		final := runs[g].info.Final
-		s.SeatsActual += max(final.Sold-virtual[g], 0)
+		s.SeatsActual += max(final.Sold-virtual, 0)
 		s.Event.Waiting += final.Waiting
 		s.Event.Active += final.Active
 		s.Event.AdmittedTotal += final.AdmittedTotal
@@ -361,14 +326,18 @@ func waiting(s *Summary, raws []Raw, runs []run, runOf []int) {
 	if s.Joined > 0 {
 		s.AbandonRate = float64(s.Abandoned) / float64(s.Joined)
 	}
-	s.Promotion = distOf(promo)
-	s.PromotionPoll = distOf(promoPoll)
-	s.Wait = distOf(waits(raws))
-	s.Reaction = distOf(reaction)
+	s.Promotion = a.Promotion.Dist()
+	s.PromotionPoll = a.PromotionPoll.Dist()
+	s.Wait = a.Wait.Dist()
+	s.Reaction = a.Reaction.Dist()
 
 	var sum fifoCounts
-	for g := range pairs {
-		c := countFIFO(pairs[g])
+	for g := range fifo {
+		ps := make([]fifoPair, len(fifo[g]))
+		for i, p := range fifo[g] {
+			ps[i] = fifoPair{p[0], p[1]}
+		}
+		c := countFIFO(ps)
 		sum.n += c.n
 		sum.pairs += c.pairs
 		sum.tiesX += c.tiesX
@@ -382,18 +351,24 @@ func waiting(s *Summary, raws []Raw, runs []run, runOf []int) {
 	}
 }
 
-// waits are the times in line (AdmittedAt − JoinedAt) of admitted bots.
-func waits(raws []Raw) []time.Duration {
-	var ws []time.Duration
+// generatorOf says how the generator kept to its schedule: the largest
+// tolerance any shard was given holds for the whole.
+func generatorOf(a *Aggregates, raws []Raw) GeneratorSummary {
+	g := GeneratorSummary{Planned: a.Planned, Arrived: a.Lag.Count, Lag: a.Lag.Dist(), HeldBack: a.HeldBack,
+		LateStarts: []LateStart{}}
 	for i := range raws {
-		for j := range raws[i].Bots {
-			b := &raws[i].Bots[j]
-			if !b.JoinedAt.IsZero() && !b.AdmittedAt.IsZero() {
-				ws = append(ws, max(b.AdmittedAt.Sub(b.JoinedAt), 0))
-			}
+		gen := &raws[i].Generator
+		g.Tolerance = max(g.Tolerance, gen.LagTolerance)
+		if gen.StartLate > 0 {
+			g.LateStarts = append(g.LateStarts, LateStart{Shard: orDash(raws[i].Shard), Late: gen.StartLate})
 		}
 	}
-	return ws
+	if g.Tolerance == 0 {
+		g.Tolerance = DefaultLagTolerance
+	}
+	g.Late = a.Lag.CountAbove(g.Tolerance)
+	g.Saturated = a.Lag.Count > 0 && g.Lag.P99 > g.Tolerance || g.Arrived < g.Planned
+	return g
 }
 
 // metricsOf gives every threshold metric that was measured.
@@ -423,6 +398,11 @@ func metricsOf(s *Summary) map[string]float64 {
 	if s.Requests > 0 {
 		m["error_rate"] = s.ErrorRate
 	}
+	if g := s.Generator; g.Lag.Count > 0 {
+		m["arrival_lag_p99"] = g.Lag.P99.Seconds()
+		m["arrival_lag_max"] = g.Lag.Max.Seconds()
+		m["late_arrivals"] = float64(g.Late) / float64(g.Lag.Count)
+	}
 	m["fifo_inversions"] = float64(s.FIFO.Inversions)
 	if s.FIFO.KendallTau != nil {
 		m["kendall_tau"] = *s.FIFO.KendallTau
@@ -437,41 +417,19 @@ func metricsOf(s *Summary) map[string]float64 {
 	return m
 }
 
-// timeline counts events per second since each run's opening and adds the
-// runs up; queue figures are each run's last sample in the second.
-func timeline(raws []Raw, runs []run, runOf []int) ([]Second, error) {
+// timeline lays the merged per-second counts out contiguously; queue figures
+// are each run's last sample in the second, added up over runs.
+func timeline(a *Aggregates, raws []Raw, runs []run) ([]Second, error) {
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
-	see := func(t, base time.Time) {
-		if t.IsZero() {
-			return
-		}
-		k := secondOf(t, base)
-		lo, hi = min(lo, k), max(hi, k)
+	for _, s := range a.Seconds {
+		lo, hi = min(lo, s.T), max(hi, s.T)
 	}
-	each := func(fn func(t time.Time, g int, kind int, st *Sample)) {
-		for i := range raws {
-			g := runOf[i]
-			for j := range raws[i].Bots {
-				b := &raws[i].Bots[j]
-				fn(b.ArrivedAt, g, 0, nil)
-				fn(b.JoinedAt, g, 1, nil)
-				fn(b.AdmittedSeen, g, 2, nil)
-			}
-			for j := range raws[i].Requests {
-				q := &raws[i].Requests[j]
-				if q.Step == StepOrder && q.Code >= 200 && q.Code < 300 && q.Error == "" {
-					fn(q.At.Add(q.Latency), g, 3, nil)
-				}
-			}
-		}
-		for g := range runs {
-			samples := raws[runs[g].stats].Samples
-			for j := range samples {
-				fn(samples[j].At, g, 4, &samples[j])
-			}
+	for g := range runs {
+		for _, sm := range raws[runs[g].stats].Samples {
+			k := secondOf(sm.At, runs[g].opens)
+			lo, hi = min(lo, k), max(hi, k)
 		}
 	}
-	each(func(t time.Time, g, _ int, _ *Sample) { see(t, runs[g].opens) })
 	if lo > hi {
 		return []Second{}, nil
 	}
@@ -482,45 +440,28 @@ func timeline(raws []Raw, runs []run, runOf []int) ([]Second, error) {
 	for k := range out {
 		out[k].T = lo + int64(k)
 	}
-	type last struct {
-		at   time.Time
-		s    *Sample
-		seen bool
+	for _, s := range a.Seconds {
+		o := &out[s.T-lo]
+		o.Planned, o.Arrivals, o.Joins, o.Promotions, o.Orders = s.Planned, s.Arrivals, s.Joins, s.Promotions, s.Orders
 	}
-	lasts := make([][]last, len(runs))
-	each(func(t time.Time, g, kind int, st *Sample) {
-		if t.IsZero() {
-			return
-		}
-		k := secondOf(t, runs[g].opens) - lo
-		switch kind {
-		case 0:
-			out[k].Arrivals++
-		case 1:
-			out[k].Joins++
-		case 2:
-			out[k].Promotions++
-		case 3:
-			out[k].Orders++
-		case 4:
-			if lasts[g] == nil {
-				lasts[g] = make([]last, len(out))
-			}
-			if l := &lasts[g][k]; !l.seen || !t.Before(l.at) {
-				*l = last{t, st, true}
+	for g := range runs {
+		last := make([]*Sample, len(out))
+		samples := raws[runs[g].stats].Samples
+		for j := range samples {
+			k := secondOf(samples[j].At, runs[g].opens) - lo
+			if l := last[k]; l == nil || !samples[j].At.Before(l.At) {
+				last[k] = &samples[j]
 			}
 		}
-	})
-	for g := range lasts {
-		for k, l := range lasts[g] {
-			if !l.seen {
+		for k, l := range last {
+			if l == nil {
 				continue
 			}
 			if out[k].Waiting == nil {
 				out[k].Waiting, out[k].Active = new(int64), new(int64)
 			}
-			*out[k].Waiting += l.s.Waiting
-			*out[k].Active += l.s.Active
+			*out[k].Waiting += l.Waiting
+			*out[k].Active += l.Active
 		}
 	}
 	return out, nil

@@ -153,13 +153,53 @@ func (r *Report) headline() string {
 			failed++
 		}
 	}
+	var h string
 	switch {
 	case n == 0:
-		return "PASS (no thresholds)"
+		h = "PASS (no thresholds)"
 	case failed == 0:
-		return fmt.Sprintf("PASS: %d of %d thresholds passed", n, n)
+		h = fmt.Sprintf("PASS: %d of %d thresholds passed", n, n)
+	default:
+		h = fmt.Sprintf("FAIL: %d of %d thresholds failed", failed, n)
 	}
-	return fmt.Sprintf("FAIL: %d of %d thresholds failed", failed, n)
+	if r.Summary.Generator.Saturated {
+		h += "; LOAD GENERATOR SATURATED (it fell behind its schedule: see arrivals)"
+	}
+	return h
+}
+
+// generatorFigures say whether the generator kept its schedule.
+func (r *Report) generatorFigures() []figure {
+	g := &r.Summary.Generator
+	if g.Planned == 0 && g.Arrived == 0 {
+		return nil
+	}
+	kept := fmt.Sprintf("kept its schedule (p99 lag within %s)", fmtDur(g.Tolerance))
+	if g.Saturated {
+		kept = fmt.Sprintf("SATURATED: p99 lag %s over the %s tolerance, %s of %s planned arrivals started",
+			fmtDur(g.Lag.P99), fmtDur(g.Tolerance), fmtCount(g.Arrived), fmtCount(g.Planned))
+	}
+	out := []figure{
+		{"arrivals", fmt.Sprintf("planned %s, started %s, %s later than %s, %s held back for a connection slot",
+			fmtCount(g.Planned), fmtCount(g.Arrived), fmtCount(g.Late), fmtDur(g.Tolerance), fmtCount(g.HeldBack))},
+		{"arrival lag", distText(g.Lag, "p50", "p90", "p99", "max")},
+		{"load generator", kept},
+	}
+	for _, l := range g.LateStarts {
+		out = append(out, figure{"late start", fmt.Sprintf("shard %s started %s after --start-at", l.Shard, fmtDur(l.Late))})
+	}
+	return out
+}
+
+func distText(d Dist, ps ...string) string {
+	if d.Count == 0 {
+		return "none"
+	}
+	parts := []string{"n=" + fmtCount(d.Count)}
+	for _, p := range ps {
+		parts = append(parts, p+" "+fmtDur(d.At(p)))
+	}
+	return strings.Join(parts, "  ")
 }
 
 func thresholdMark(t ThresholdResult) string {
@@ -181,16 +221,7 @@ type figure struct{ Name, Value string }
 
 func (r *Report) figures() []figure {
 	s := &r.Summary
-	dist := func(d Dist, ps ...string) string {
-		if d.Count == 0 {
-			return "none"
-		}
-		parts := []string{"n=" + fmtCount(d.Count)}
-		for _, p := range ps {
-			parts = append(parts, p+" "+fmtDur(d.At(p)))
-		}
-		return strings.Join(parts, "  ")
-	}
+	dist := distText
 	step := func(name string) Dist {
 		for _, st := range s.Steps {
 			if st.Step == name {
@@ -209,7 +240,7 @@ func (r *Report) figures() []figure {
 	if s.FIFO.KendallTau != nil {
 		tau = fmtTau(*s.FIFO.KendallTau)
 	}
-	return []figure{
+	return append(r.generatorFigures(), []figure{
 		{"joined", fmtCount(s.Joined)},
 		{"admitted", fmt.Sprintf("%s (event admitted_total %s)", fmtCount(s.Admitted), fmtCount(s.Event.AdmittedTotal))},
 		{"orders", fmtCount(s.Orders)},
@@ -226,5 +257,5 @@ func (r *Report) figures() []figure {
 		{"Kendall tau-b", tau},
 		{"abandon rate", ratio(s.AbandonRate, s.Abandoned, s.Joined, "joined")},
 		{"error rate", ratio(s.ErrorRate, s.Unexpected, s.Requests, "calls")},
-	}
+	}...)
 }

@@ -79,6 +79,7 @@ func fixture() report.Raw {
 			ID: id, Behavior: behavior, Phase: "opening", Wait: wait,
 			ArrivedAt: at(arrived), Reaction: ms(reaction), Seq: seq, PositionAtJoin: seq,
 			AdmissionNo: adm, FinishedAt: at(finished), Outcome: outcome, Seat: seat,
+			Scheduled: true, Lag: ms(arrived % 7),
 		}
 		if joined >= 0 {
 			b.JoinedAt = at(joined)

@@ -40,7 +40,7 @@ type htmlThreshold struct {
 
 type htmlView struct {
 	Schema, Title, Headline string
-	Pass                    bool
+	Pass, Saturated         bool
 	Identity                []figure
 	Thresholds              []htmlThreshold
 	Charts                  []htmlChart
@@ -50,6 +50,7 @@ type htmlView struct {
 	StepHead                []string
 	StepRows                [][]string
 	CodeRows                [][]string
+	ErrorRows               [][]string
 	Figures                 []figure
 	RunHead                 []string
 	RunRows                 [][]string
@@ -63,6 +64,7 @@ type chartData struct {
 	Timeline struct {
 		T          []int64  `json:"t"`
 		Arrivals   []int64  `json:"arrivals"`
+		Planned    []int64  `json:"planned"`
 		Joins      []int64  `json:"joins"`
 		Promotions []int64  `json:"promotions"`
 		Orders     []int64  `json:"orders"`
@@ -113,6 +115,7 @@ func (r *Report) htmlView() (*htmlView, error) {
 		AppJS:        template.JS(appJS),
 		UPlotJS:      template.JS(uplot.Script()),
 		Figures:      r.figures(),
+		Saturated:    r.Summary.Generator.Saturated,
 	}
 	v.Identity = []figure{{"scenario", r.Scenario}, {"seed", fmt.Sprint(r.Seed)}, {"target", r.Target}, {"event", r.Event}}
 	if len(r.Shards) > 0 {
@@ -144,12 +147,18 @@ func (r *Report) htmlView() (*htmlView, error) {
 	}
 
 	v.RequestsLine = fmt.Sprintf("%s API calls, %s with an unexpected outcome.", fmtCount(s.Requests), fmtCount(s.Unexpected))
-	v.StepHead = []string{"step", "requests", "rate/s", "success", "unexpected", "mean", "p50", "p90", "p95", "p99", "max"}
+	v.StepHead = stepHead
 	for _, st := range s.Steps {
-		l := st.Latency
-		v.StepRows = append(v.StepRows, []string{st.Step, fmtCount(st.Requests), fmtRate(st.Rate), fmtPct(st.Success),
-			fmtCount(st.Unexpected), fmtDur(l.Mean), fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P95), fmtDur(l.P99), fmtDur(l.Max)})
+		v.StepRows = append(v.StepRows, stepRow(st))
 		v.CodeRows = append(v.CodeRows, []string{st.Step, fmtCodes(st.StatusCodes), fmtErrors(st.Errors)})
+	}
+
+	for i, e := range s.Errors {
+		if i == maxErrorLines {
+			v.ErrorRows = append(v.ErrorRows, []string{"…", "", fmt.Sprintf("%d more kinds in the JSON report", len(s.Errors)-i), ""})
+			break
+		}
+		v.ErrorRows = append(v.ErrorRows, []string{fmtCount(e.Count), e.Step, e.Kind, clip(e.Example, 200)})
 	}
 
 	if len(r.Runs) > 1 {
@@ -173,11 +182,11 @@ func (r *Report) htmlView() (*htmlView, error) {
 func (r *Report) charts() (*chartData, []htmlChart) {
 	d := &chartData{}
 	tl := &d.Timeline
-	tl.T, tl.Arrivals, tl.Joins, tl.Promotions, tl.Orders = []int64{}, []int64{}, []int64{}, []int64{}, []int64{}
+	tl.T, tl.Arrivals, tl.Planned, tl.Joins, tl.Promotions, tl.Orders = []int64{}, []int64{}, []int64{}, []int64{}, []int64{}, []int64{}
 	tl.Waiting, tl.Active = []*int64{}, []*int64{}
 	var peakArr, peakArrT, peakWait, peakWaitT int64
 	sampled := false
-	timeTable := &htmlTable{Head: []string{"second", "arrivals", "joins", "promotions seen", "orders", "waiting", "active"}}
+	timeTable := &htmlTable{Head: []string{"second", "planned", "arrivals", "joins", "promotions seen", "orders", "waiting", "active"}}
 	opt := func(p *int64) string {
 		if p == nil {
 			return "—"
@@ -187,6 +196,7 @@ func (r *Report) charts() (*chartData, []htmlChart) {
 	for _, sec := range r.Timeline {
 		tl.T = append(tl.T, sec.T)
 		tl.Arrivals = append(tl.Arrivals, sec.Arrivals)
+		tl.Planned = append(tl.Planned, sec.Planned)
 		tl.Joins = append(tl.Joins, sec.Joins)
 		tl.Promotions = append(tl.Promotions, sec.Promotions)
 		tl.Orders = append(tl.Orders, sec.Orders)
@@ -201,7 +211,7 @@ func (r *Report) charts() (*chartData, []htmlChart) {
 			}
 			sampled = true
 		}
-		timeTable.Rows = append(timeTable.Rows, []string{fmt.Sprint(sec.T), fmtCount(sec.Arrivals), fmtCount(sec.Joins),
+		timeTable.Rows = append(timeTable.Rows, []string{fmt.Sprint(sec.T), fmtCount(sec.Planned), fmtCount(sec.Arrivals), fmtCount(sec.Joins),
 			fmtCount(sec.Promotions), fmtCount(sec.Orders), opt(sec.Waiting), opt(sec.Active)})
 	}
 

@@ -18,13 +18,36 @@ type Raw struct {
 	Started  time.Time `json:"started"`
 	Finished time.Time `json:"finished"`
 	// OpensAt is when the event opened; arrivals and times count from it.
-	OpensAt  time.Time `json:"opens_at"`
+	OpensAt time.Time `json:"opens_at"`
+	// Generator is what the load generator could hold and how it kept to
+	// its schedule.
+	Generator Generator `json:"generator"`
+	// Agg are the run's aggregates; a run recorded before them (or built by
+	// hand) has none, and Build makes them from Bots and Requests.
+	Agg *Aggregates `json:"agg,omitempty"`
+	// Bots and Requests are the raw records, kept only on request.
 	Bots     []Bot     `json:"bots"`
 	Requests []Request `json:"requests"`
 	// Samples are the event's stats polled during the run, in time order.
 	Samples []Sample `json:"samples"`
 	// Final is the event's stats when the run ended.
 	Final EventStats `json:"final"`
+}
+
+// Generator describes the load generator of one run or shard.
+type Generator struct {
+	// FDLimit is the process's descriptor limit once raised; Pool the
+	// connections its requests share; Streams the SSE streams it may hold.
+	FDLimit int `json:"fd_limit,omitempty"`
+	Pool    int `json:"pool,omitempty"`
+	Streams int `json:"streams,omitempty"`
+	// LagTolerance is how late an arrival may start before the run is
+	// flagged "load generator saturated" (on the arrivals' p99).
+	LagTolerance time.Duration `json:"lag_tolerance_ns,omitempty"`
+	// StartAt is the synchronised start asked for; StartLate how much
+	// later this shard's clock actually started.
+	StartAt   time.Time     `json:"start_at,omitzero"`
+	StartLate time.Duration `json:"start_late_ns,omitempty"`
 }
 
 // Bot outcomes.
@@ -49,6 +72,12 @@ type Bot struct {
 	JoinedAt  time.Time `json:"joined_at,omitzero"`
 	// Reaction is the delay between arrival and pressing join.
 	Reaction time.Duration `json:"reaction_ns"`
+	// Scheduled is set for an open-model arrival; Lag is then how much
+	// later than planned it arrived, HeldBack whether it waited for a
+	// connection slot first.
+	Scheduled bool          `json:"scheduled,omitempty"`
+	Lag       time.Duration `json:"lag_ns,omitempty"`
+	HeldBack  bool          `json:"held_back,omitempty"`
 	// Seq is the server's arrival number; PositionAtJoin the place the join answered.
 	Seq            int64 `json:"seq,omitempty"`
 	PositionAtJoin int64 `json:"position_at_join,omitempty"`
@@ -71,8 +100,11 @@ type Bot struct {
 // Request is one HTTP call a bot made. Step names: join, status, stream,
 // seats, order, leave.
 type Request struct {
-	Step    string        `json:"step"`
-	At      time.Time     `json:"at"`
+	Step string    `json:"step"`
+	At   time.Time `json:"at"`
+	// Wait runs from At (the bot decides to send) to the request written
+	// to the connection; Latency from then to the answer read.
+	Wait    time.Duration `json:"wait_ns,omitempty"`
 	Latency time.Duration `json:"latency_ns"`
 	Code    int           `json:"code"`
 	// ErrCode is the API error code of a non-2xx answer, Error a transport error.

@@ -6,14 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"iter"
-	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	vegeta "github.com/tsenart/vegeta/v12/lib"
 
 	"github.com/rushline/rushline/simulator/scenario"
 )
@@ -69,8 +64,6 @@ type Report struct {
 	// Raw holds what every run or shard recorded, runs in start order and
 	// the shards of a run in shard order.
 	Raw []Raw `json:"raw"`
-
-	steps map[string]*vegeta.Metrics
 }
 
 // Run is one run, whose shards (if any) were merged.
@@ -124,9 +117,40 @@ type Summary struct {
 	FIFO     FIFO `json:"fifo"`
 	// Event is the event's final stats, summed over runs.
 	Event EventStats `json:"event"`
+	// Errors are the kinds of failed requests, most frequent first, each
+	// with one example.
+	Errors []ErrorKind `json:"errors"`
+	// Generator says whether the load generator kept its schedule.
+	Generator GeneratorSummary `json:"generator"`
 	// Metrics holds every threshold metric that was measured, by name, in
 	// the metric's unit (seconds, fraction, count, number).
 	Metrics map[string]float64 `json:"metrics"`
+}
+
+// GeneratorSummary is how well the load generator kept to its schedule.
+type GeneratorSummary struct {
+	// Planned counts scheduled arrivals; Arrived those that started.
+	Planned int64 `json:"planned"`
+	Arrived int64 `json:"arrived"`
+	// Lag is how late the arrivals started against the schedule.
+	Lag Dist `json:"lag"`
+	// Late counts arrivals later than Tolerance; HeldBack the bots that
+	// waited for a connection slot.
+	Tolerance time.Duration `json:"tolerance_ns"`
+	Late      int64         `json:"late"`
+	HeldBack  int64         `json:"held_back"`
+	// Saturated is set when the arrivals' p99 lag exceeds Tolerance: the
+	// generator, not the server, fell behind the schedule.
+	Saturated bool `json:"saturated"`
+	// LateStarts names the shards whose clock started after their
+	// synchronised start, and by how much.
+	LateStarts []LateStart `json:"late_starts"`
+}
+
+// LateStart is a shard that started after the synchronised start.
+type LateStart struct {
+	Shard string        `json:"shard"`
+	Late  time.Duration `json:"late_ns"`
 }
 
 // Bots counts bots by outcome, overall and per behaviour.
@@ -143,7 +167,7 @@ type BehaviorBots struct {
 	Outcomes map[string]int64 `json:"outcomes"`
 }
 
-// Step is one request step's figures, from vegeta's Metrics.
+// Step is one request step's figures.
 type Step struct {
 	Step     string `json:"step"`
 	Requests uint64 `json:"requests"`
@@ -151,14 +175,17 @@ type Step struct {
 	// Throughput successful (2xx/3xx) requests per second until the last answer.
 	Rate       float64 `json:"rate"`
 	Throughput float64 `json:"throughput"`
-	// Success is the share of 2xx/3xx answers (vegeta's definition).
+	// Success is the share of 2xx/3xx answers.
 	Success float64 `json:"success"`
-	// Latency percentiles are vegeta's t-digest estimates.
+	// Latency runs from the request written to the connection to its
+	// answer read (percentiles within 0.8%); ClientWait from the bot
+	// deciding to send to the request written: time spent in the generator.
 	Latency     Dist             `json:"latency"`
+	ClientWait  Dist             `json:"client_wait"`
 	BytesIn     uint64           `json:"bytes_in"`
 	BytesOut    uint64           `json:"bytes_out"`
 	StatusCodes map[string]int64 `json:"status_codes"`
-	// Errors counts error answers by transport error or API error code.
+	// Errors counts failed requests by kind (see ErrorKind).
 	Errors     map[string]int64 `json:"errors"`
 	Unexpected int64            `json:"unexpected"`
 }
@@ -241,6 +268,8 @@ type Second struct {
 	Joins      int64 `json:"joins"`
 	Promotions int64 `json:"promotions"`
 	Orders     int64 `json:"orders"`
+	// Planned counts the arrivals the schedule planned in the second.
+	Planned int64 `json:"planned"`
 	// Waiting and Active are the last sample of the second; nil without one.
 	Waiting *int64 `json:"waiting"`
 	Active  *int64 `json:"active"`
@@ -359,119 +388,6 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	return err
 }
 
-// Metrics returns vegeta's Metrics of one step (Attack = step), closed, for
-// vegeta's reporters; nil for a step without requests, and for a Report not
-// made by Build, Merge or Read. It is shared: don't Add to it, and use it
-// from one goroutine at a time (vegeta's Metrics isn't safe for concurrent use).
-func (r *Report) Metrics(step string) *vegeta.Metrics { return r.steps[step] }
-
-// Results yields every request as a vegeta Result (Attack = step), in time
-// order, for vegeta's encoders and lib/plot. Error is the transport error,
-// else the API error code.
-func (r *Report) Results() iter.Seq[*vegeta.Result] {
-	return func(yield func(*vegeta.Result) bool) {
-		for i, ref := range requestOrder(r.Raw) {
-			if !yield(result(&r.Raw[ref.raw].Requests[ref.req], uint64(i))) {
-				return
-			}
-		}
-	}
-}
-
-func result(q *Request, seq uint64) *vegeta.Result {
-	var res vegeta.Result
-	setResult(&res, q, seq)
-	return &res
-}
-
-// setResult fills res from q: Error is the transport error, else the API
-// error code.
-func setResult(res *vegeta.Result, q *Request, seq uint64) {
-	errText := q.Error
-	if errText == "" {
-		errText = q.ErrCode
-	}
-	code := q.Code
-	if code < 0 || code > math.MaxUint16 {
-		code = 0
-	}
-	*res = vegeta.Result{
-		Attack:    q.Step,
-		Seq:       seq,
-		Code:      uint16(code),
-		Timestamp: q.At,
-		Latency:   q.Latency,
-		BytesIn:   uint64(max(q.BytesIn, 0)),
-		BytesOut:  uint64(max(q.BytesOut, 0)),
-		Error:     errText,
-	}
-}
-
-type reqRef struct {
-	at       int64 // At in Unix ns, so most comparisons touch no request
-	raw, req int32
-}
-
-// requestOrder is the canonical order of every request: by time, then by
-// content. vegeta's t-digest depends on the order it is fed, so a merge of
-// shards must feed it the same sequence as one run.
-func requestOrder(raws []Raw) []reqRef {
-	n := 0
-	for i := range raws {
-		n += len(raws[i].Requests)
-	}
-	refs := make([]reqRef, 0, n)
-	for i := range raws {
-		for j := range raws[i].Requests {
-			refs = append(refs, reqRef{raws[i].Requests[j].At.UnixNano(), int32(i), int32(j)})
-		}
-	}
-	// Requests that compare equal are alike in every field vegeta sees, so an
-	// unstable sort feeds the same sequence.
-	slices.SortFunc(refs, func(a, b reqRef) int {
-		if a.at != b.at {
-			return cmpInt(a.at, b.at)
-		}
-		x, y := &raws[a.raw].Requests[a.req], &raws[b.raw].Requests[b.req]
-		if c := x.At.Compare(y.At); c != 0 {
-			return c
-		}
-		if c := strings.Compare(x.Step, y.Step); c != 0 {
-			return c
-		}
-		if x.Latency != y.Latency {
-			return cmpInt(x.Latency, y.Latency)
-		}
-		if x.Code != y.Code {
-			return cmpInt(x.Code, y.Code)
-		}
-		if c := strings.Compare(x.ErrCode, y.ErrCode); c != 0 {
-			return c
-		}
-		if c := strings.Compare(x.ErrStatus, y.ErrStatus); c != 0 {
-			return c
-		}
-		if c := strings.Compare(x.Error, y.Error); c != 0 {
-			return c
-		}
-		if x.BytesIn != y.BytesIn {
-			return cmpInt(x.BytesIn, y.BytesIn)
-		}
-		return cmpInt(x.BytesOut, y.BytesOut)
-	})
-	return refs
-}
-
-func cmpInt[T ~int | ~int64](a, b T) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // unexpected reports whether a request's outcome counts towards the error
 // rate (scenarios/README.md): transport errors, 5xx, and 4xx other than
 // SEAT_TAKEN, SOLD_OUT and NOT_ACTIVE after the token EXPIRED.
@@ -505,4 +421,12 @@ func ParseShard(s string) (i, n int, err error) {
 		return 0, 0, fmt.Errorf("report: shard %q: want i/n with 1 ≤ i ≤ n", s)
 	}
 	return i, n, nil
+}
+
+// FormatShard names shard i of n "i/n"; "" when n is 0 (no shard).
+func FormatShard(i, n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(i) + "/" + strconv.Itoa(n)
 }

@@ -7,41 +7,6 @@ import (
 	"time"
 )
 
-// distOf summarises ds exactly (it sorts ds). Percentiles are nearest-rank:
-// the smallest value with at least q·n values at or below it.
-func distOf(ds []time.Duration) Dist {
-	if len(ds) == 0 {
-		return Dist{Curve: []Quantile{}}
-	}
-	slices.Sort(ds)
-	var sum float64
-	for _, d := range ds {
-		sum += float64(d)
-	}
-	d := Dist{
-		Count: int64(len(ds)),
-		Min:   ds[0],
-		Mean:  time.Duration(math.Round(sum / float64(len(ds)))),
-		P50:   nearestRank(ds, 0.50),
-		P90:   nearestRank(ds, 0.90),
-		P95:   nearestRank(ds, 0.95),
-		P99:   nearestRank(ds, 0.99),
-		Max:   ds[len(ds)-1],
-		Curve: make([]Quantile, len(CurveQuantiles)),
-	}
-	for i, q := range CurveQuantiles {
-		d.Curve[i] = Quantile{Q: q, Value: nearestRank(ds, q)}
-	}
-	return d
-}
-
-// nearestRank is the q-quantile of sorted ds by the nearest-rank method.
-func nearestRank(ds []time.Duration, q float64) time.Duration {
-	// The slack keeps 0.95·100 (94.99999…) from rounding up to rank 96.
-	k := int(math.Ceil(q*float64(len(ds))-1e-9)) - 1
-	return ds[min(max(k, 0), len(ds)-1)]
-}
-
 // fifoPair is one admitted bot: its join order x (Seq) and admission order y.
 type fifoPair struct{ x, y int64 }
 
@@ -139,20 +104,19 @@ func mergeCount(a []int64) int64 {
 	return inv
 }
 
-// histogram buckets ds into at most about 40 bars of a round width (1, 2 or
+// histogram buckets h into at most about 40 bars of a round width (1, 2 or
 // 5 × 10ⁿ, at least 1 ms) from 0; the last bar holds the largest value.
-func histogram(ds []time.Duration) []Bucket {
-	if len(ds) == 0 {
+func histogram(h *Histogram) []Bucket {
+	if h.Count == 0 {
 		return []Bucket{}
 	}
-	hi := slices.Max(ds)
-	width := roundWidth(hi / 40)
-	out := make([]Bucket, int(hi/width)+1)
+	width := roundWidth(h.Max / 40)
+	out := make([]Bucket, int(h.Max/width)+1)
 	for i := range out {
 		out[i] = Bucket{From: time.Duration(i) * width, To: time.Duration(i+1) * width}
 	}
-	for _, d := range ds {
-		out[max(d, 0)/width].Count++
+	for _, k := range h.buckets() {
+		out[h.mean(k)/width].Count += h.b[k].n
 	}
 	return out
 }

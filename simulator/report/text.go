@@ -61,12 +61,10 @@ func (r *Report) WriteText(w io.Writer) error {
 
 	fmt.Fprintf(bw, "\nRequests (%s, %s unexpected)\n", fmtCount(s.Requests), fmtCount(s.Unexpected))
 	if len(s.Steps) > 0 {
-		t := &table{align: "lrrrrrrrrrr"}
-		t.add("step", "requests", "rate/s", "success", "unexpected", "mean", "p50", "p90", "p95", "p99", "max")
+		t := &table{align: "lrrrrrrrrrrrr"}
+		t.add(stepHead...)
 		for _, st := range s.Steps {
-			l := st.Latency
-			t.add(st.Step, fmtCount(st.Requests), fmtRate(st.Rate), fmtPct(st.Success), fmtCount(st.Unexpected),
-				fmtDur(l.Mean), fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P95), fmtDur(l.P99), fmtDur(l.Max))
+			t.add(stepRow(st)...)
 		}
 		t.write(bw, "  ")
 		fmt.Fprintln(bw)
@@ -76,6 +74,19 @@ func (r *Report) WriteText(w io.Writer) error {
 			c.add(st.Step, fmtCodes(st.StatusCodes), fmtErrors(st.Errors))
 		}
 		c.write(bw, "  ")
+	}
+	if len(s.Errors) > 0 {
+		fmt.Fprintf(bw, "\nErrors (%d kind(s))\n", len(s.Errors))
+		t := &table{align: "rlll"}
+		t.add("count", "step", "kind", "example")
+		for i, e := range s.Errors {
+			if i == maxErrorLines {
+				t.add("…", "", fmt.Sprintf("%d more kinds in the JSON report", len(s.Errors)-i), "")
+				break
+			}
+			t.add(fmtCount(e.Count), e.Step, e.Kind, clip(e.Example, 120))
+		}
+		t.write(bw, "  ")
 	}
 
 	fmt.Fprintf(bw, "\nWaiting room\n")
@@ -96,6 +107,28 @@ func (r *Report) WriteText(w io.Writer) error {
 		t.write(bw, "  ")
 	}
 	return bw.Flush()
+}
+
+// maxErrorLines bounds the error kinds the text and HTML reports list.
+const maxErrorLines = 10
+
+// stepHead and stepRow lay out a step's line: server-side latency (from the
+// request written), then the client-side wait before it.
+var stepHead = []string{"step", "requests", "rate/s", "success", "unexpected", "mean", "p50", "p90", "p95", "p99", "max",
+	"client wait p50", "client wait p99"}
+
+func stepRow(st Step) []string {
+	l, w := st.Latency, st.ClientWait
+	return []string{st.Step, fmtCount(st.Requests), fmtRate(st.Rate), fmtPct(st.Success), fmtCount(st.Unexpected),
+		fmtDur(l.Mean), fmtDur(l.P50), fmtDur(l.P90), fmtDur(l.P95), fmtDur(l.P99), fmtDur(l.Max), fmtDur(w.P50), fmtDur(w.P99)}
+}
+
+// clip shortens s to at most n runes.
+func clip(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 func orDash(s string) string {

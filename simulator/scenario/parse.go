@@ -440,6 +440,11 @@ func (d *decoder) scenario(n *yaml.Node) *Scenario {
 				s.Bots = append(s.Bots, d.bot(item, index(p, i)))
 			}
 		},
+		"steps": func(e entry, p string) {
+			for i, item := range d.list(e, p, "step names") {
+				s.Steps = append(s.Steps, d.str(entry{val: item}, index(p, i)))
+			}
+		},
 		"thresholds": func(e entry, p string) {
 			for i, item := range d.list(e, p, "rules such as \"promotion_p99 < 200ms\"") {
 				if t, ok := d.threshold(item, index(p, i)); ok {

@@ -74,6 +74,9 @@ var metrics = []Metric{
 	{"seats_actual", UnitCount, "seats sold to people (practice races)"},
 	{"orders", UnitCount, "orders that succeeded"},
 	{"admitted", UnitCount, "tokens promoted to ACTIVE"},
+	{"arrival_lag_p99", UnitSeconds, "how late scheduled arrivals started against their schedule, 99th percentile (the load generator's own lag)"},
+	{"arrival_lag_max", UnitSeconds, "how late the latest scheduled arrival started"},
+	{"late_arrivals", UnitFraction, "share of scheduled arrivals that started later than the lag tolerance"},
 }
 
 // Metrics returns every metric a threshold may test, in documentation order.

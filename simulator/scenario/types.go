@@ -15,7 +15,16 @@ type Scenario struct {
 	Phases     []Phase     `yaml:"phases"`
 	Bots       []Bot       `yaml:"bots"`
 	Thresholds []Threshold `yaml:"-"`
+	// Steps are the order steps a person passes after admission in the
+	// server's practice drops (server/steps), in StepOrder's order; none:
+	// a seat is bought with one order call.
+	Steps []string `yaml:"steps"`
 }
+
+// StepOrder lists the order steps a scenario may name, in the only order
+// they may come: date and time, captcha, seat grade, seat, confirm, and
+// discount and payment.
+var StepOrder = []string{"date", "captcha", "grade", "seat", "confirm", "payment"}
 
 // Event is the event a run creates, or an existing one it uses.
 type Event struct {

@@ -3,6 +3,7 @@ package scenario
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -197,6 +198,33 @@ func (d *decoder) validate(s *Scenario) {
 		d.validateBot(&s.Bots[i], p)
 		d.unique(botNames, s.Bots[i].Name, i, p, "bots")
 	}
+	if err := ValidSteps(s.Steps); err != nil && d.ok("steps") {
+		d.invalid("steps", "%v", err)
+	}
+}
+
+// ValidSteps checks a list of order steps: each one of StepOrder, in its
+// order, once, with "seat" and a step after it (where the seat is bought).
+// An empty list is valid: no steps.
+func ValidSteps(steps []string) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	last := -1
+	for _, st := range steps {
+		i := slices.Index(StepOrder, st)
+		switch {
+		case i < 0:
+			return fmt.Errorf("unknown step %q (steps: %s)", st, strings.Join(StepOrder, ", "))
+		case i <= last:
+			return fmt.Errorf("step %q is out of order or twice (order: %s)", st, strings.Join(StepOrder, ", "))
+		}
+		last = i
+	}
+	if s := slices.Index(steps, "seat"); s < 0 || s == len(steps)-1 {
+		return fmt.Errorf("steps need \"seat\" and a step after it (confirm or payment), where the seat is bought")
+	}
+	return nil
 }
 
 // unique checks that a phase or bot name is not empty and not used before.

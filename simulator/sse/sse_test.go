@@ -25,7 +25,23 @@ func TestStream(t *testing.T) {
 		fmt.Fprintf(w, "id: %s\nevent: echo\ndata: x\n\n", r.Header.Get("Last-Event-ID"))
 	}))
 	defer srv.Close()
-	s, err := sse.Open(context.Background(), srv.Client(), srv.URL, "9-9")
+	// Open (through an http.Client) and Dial (a connection of its own, HTTP/1.0) read alike.
+	for _, how := range []string{"open", "dial"} {
+		t.Run(how, func(t *testing.T) {
+			open := func(url, lastID string) (*sse.Stream, error) {
+				if how == "dial" {
+					return sse.Dial(context.Background(), url, lastID)
+				}
+				return sse.Open(context.Background(), srv.Client(), url, lastID)
+			}
+			mustReadStream(t, srv.URL, open)
+		})
+	}
+}
+
+func mustReadStream(t *testing.T, url string, open func(url, lastID string) (*sse.Stream, error)) {
+	t.Helper()
+	s, err := open(url, "9-9")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,9 +63,29 @@ func TestStream(t *testing.T) {
 	if s.LastID != "9-9" {
 		t.Fatalf("LastID = %q", s.LastID)
 	}
-	_, err = sse.Open(context.Background(), srv.Client(), srv.URL+"/refused", "")
+	_, err = open(url+"/refused", "")
 	var se *sse.StatusError
 	if !errors.As(err, &se) || se.Code != 404 {
 		t.Fatalf("refused stream: %v", err)
+	}
+}
+
+// A dialled stream ends when its context does.
+func TestDialCancel(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	s, err := sse.Dial(ctx, srv.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cancel()
+	if _, err := s.Next(); err == nil {
+		t.Fatal("Next after cancel: no error")
 	}
 }

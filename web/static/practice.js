@@ -10,6 +10,7 @@ import {
   $, api, enc, local, friendly, notActiveText, clock, el, setText, showAlert, hideAlert,
   fmtNum, fmtSec, ordinal, plural, fmtClock, fmtEta, fmtTime, fmtShort, chart, chartsReady, readSeats, showSections,
 } from '/lib.js';
+import { t, lang, applyLang, setLang } from '/practice-i18n.js';
 
 const LIVE_MS = 1000;
 const SEATS_MS = 1000;
@@ -64,6 +65,7 @@ function still() {
 }
 
 function go(hash) {
+  routed = true;
   if (location.hash === hash) route();
   else location.hash = hash;
 }
@@ -79,6 +81,7 @@ function dropGame(id) {
 }
 
 function route() {
+  queueMicrotask(() => { renderWho(); applyLang(); });
   for (const fn of cleanups) fn();
   cleanups = [];
   routeGen++;
@@ -89,7 +92,7 @@ function route() {
     const id = parts[1];
     if (parts[2] === 'result') return showDropResult(id);
     const g = session() && dropGame(id);
-    if ((parts[2] === 'wait' || parts[2] === 'seats') && g) return parts[2] === 'wait' ? showWait(g) : showSeats(g);
+    if ((parts[2] === 'wait' || parts[2] === 'seats') && g) return parts[2] === 'wait' ? showWait(g) : showSeatsOrSteps(g);
     return showDrop(id);
   }
   if (parts[0] === 'race' && parts[1]) {
@@ -100,20 +103,50 @@ function route() {
     const id = parts[1];
     switch (parts[2]) {
       case 'wait': return showWait(soloGame(id));
-      case 'seats': return showSeats(soloGame(id));
+      case 'seats': return showSeatsOrSteps(soloGame(id));
       case 'result': return showResult(id);
       default: return showCountdown(id);
     }
   }
   if (parts[0] === 'history') return showBoard(null, true);
+  if (parts[0] === 'drills') return showDrills();
   if (parts[0] === 'solo') return showStart();
   return showDrop(null);
 }
 
-window.addEventListener('hashchange', route);
+window.addEventListener('hashchange', () => { routed = true; route(); });
+
+// A pointer click that lands within GUARD_MS of a screen change does
+// nothing: the second click of a double-click on "Join now!" must not buy
+// the seat that has just appeared under the pointer.
+const GUARD_MS = 500;
+let changedAt = -Infinity;
+let routed = false;
+
+let settleTimer = 0;
+
+// screenChanged starts the guard: call it whenever what sits under the
+// pointer is replaced (a view, a step). The page's root carries
+// data-settling meanwhile, so tests (and styles) can tell.
+function screenChanged() {
+  if (!routed) return; // the first view after loading: no click came before it
+  changedAt = performance.now();
+  document.documentElement.dataset.settling = 'true';
+  clearTimeout(settleTimer);
+  settleTimer = setTimeout(() => { delete document.documentElement.dataset.settling; }, GUARD_MS);
+}
+
+document.addEventListener('click', (e) => {
+  // A click from the keyboard (Enter or Space: detail 0) aims at the
+  // focused control, not at whatever lies under the pointer.
+  if (e.detail === 0 || performance.now() - changedAt >= GUARD_MS) return;
+  e.preventDefault();
+  e.stopImmediatePropagation();
+}, true);
 
 function show(id, title) {
   const v = $(id);
+  if (v.hidden) screenChanged();
   v.hidden = false;
   document.title = `rushline — ${title}`;
   return v;
@@ -182,7 +215,7 @@ async function showDrop(want) {
   let lastSpoken = -1;
   let raf = 0;
   btn.dataset.state = 'waiting';
-  setText(btn, 'Join');
+  setText(btn, t('front.join'));
   $('dr-after').hidden = true;
   setText($('dr-eyebrow'), want ? 'Practice drop' : 'Next public drop');
 
@@ -192,7 +225,7 @@ async function showDrop(want) {
     const quiet = Date.now() < quietUntil;
     if (d.phase === 'finished') {
       setText($('dr-clock'), 'Over');
-      setText($('dr-title'), 'This drop is over');
+      setText($('dr-title'), t('front.over'));
       setText($('dr-status'), 'It sold out or closed. See its results, or race the next drop.');
       return;
     }
@@ -201,20 +234,20 @@ async function showDrop(want) {
     }
     if (left <= 0) {
       btn.dataset.state = 'open';
-      setText(btn, 'Join now!');
+      setText(btn, t('front.joinNow'));
       setText($('dr-clock'), 'GO');
-      setText($('dr-title'), 'The drop is open');
-      if (!quiet && !joinedDrop(d.id)) setText($('dr-status'), 'Open! Join now.');
+      setText($('dr-title'), t('front.open'));
+      if (!quiet && !joinedDrop(d.id)) setText($('dr-status'), t('front.go'));
       return;
     }
     if (!quiet) btn.dataset.state = 'waiting';
-    setText(btn, 'Join');
-    setText($('dr-title'), 'The drop opens in');
+    setText(btn, t('front.join'));
+    setText($('dr-title'), t('front.opensIn'));
     setText($('dr-clock'), left < 10000 ? (left / 1000).toFixed(1) : fmtClock(left));
     const s = Math.ceil(left / 1000);
     if (!quiet && !joinedDrop(d.id) && s !== lastSpoken && (s <= 5 || s % 10 === 0 || lastSpoken < 0)) {
       lastSpoken = s;
-      setText($('dr-status'), `Opens in ${plural(s, 'second')}.`);
+      setText($('dr-status'), lang === 'ko' ? t('front.secs', { n: s }) : `Opens in ${plural(s, 'second')}.`);
     }
     // One frame pending at most: the 250 ms timer calls frame too.
     if (!raf) raf = requestAnimationFrame(() => { raf = 0; frame(); });
@@ -294,7 +327,7 @@ async function showDrop(want) {
         falseStarts++;
         quietUntil = Date.now() + 1500;
         btn.dataset.state = 'early';
-        setText($('dr-status'), `Too early! False start ${falseStarts}: the line isn't open yet. Wait for zero and press again.`);
+        setText($('dr-status'), t('front.early', { n: falseStarts }));
         // The server's clock said not yet: measure it again.
         clock.rtt = Infinity;
         clock.sync(3);
@@ -345,6 +378,7 @@ async function showDropResult(id) {
       if (now !== board || over) {
         board = now;
         loadDropBoard();
+        loadStepTimes(info, res);
       }
     } catch (err) {
       if (!shown()) return;
@@ -358,7 +392,7 @@ function renderDropResult(info, res, mine) {
   const me = (session() || {}).user_id;
   const running = res.phase !== 'finished';
   setText($('dres-drop'), `${dropMeta(info)} · opened ${fmtShort(info.opens_at)}`);
-  setText($('dres-wait'), running ? 'The drop is still running: these results are partial and follow it live.' : '');
+  setText($('dres-wait'), running ? t('res.running') : '');
   $('dres-body').hidden = false;
   const c = res.crowd || {};
   const q = c.reaction_ms || {};
@@ -373,15 +407,21 @@ function renderDropResult(info, res, mine) {
   else if (!ok && mine && mine.code !== 'RESULT_NOT_FOUND') headline = friendly(mine);
   else if (!ok) headline = 'You did not race this drop.';
   else {
-    headline = `You were ${ordinal(mine.position)} in line, ahead of ${mine.percentile}% of everyone ` +
-      `(people and crowd); your reaction was ${fmtSec(mine.reaction_ms)}.`;
-    headline += mine.false_starts ? ` ${plural(mine.false_starts, 'false start')} before that.` : ' No false start.';
-    headline += mine.seat ? ` You got seat ${mine.seat}.` : ` ${outcomeText(mine.outcome)}.`;
+    if (lang === 'ko') {
+      headline = `대기 순번 ${fmtNum(mine.position)}번으로 전체(사람과 관객)의 ${mine.percentile}%보다 앞섰고, 반응 속도는 ${fmtReaction(mine.reaction_ms)}입니다.`;
+      headline += mine.false_starts ? ` 그 전에 부정 출발 ${mine.false_starts}회.` : ' 부정 출발 없음.';
+      headline += mine.seat ? ` ${mine.seat} 좌석 예매 성공!` : ` ${outcomeText(mine.outcome)}.`;
+    } else {
+      headline = `You were ${ordinal(mine.position)} in line, ahead of ${mine.percentile}% of everyone ` +
+        `(people and crowd); your reaction was ${fmtSec(mine.reaction_ms)}.`;
+      headline += mine.false_starts ? ` ${plural(mine.false_starts, 'false start')} before that.` : ' No false start.';
+      headline += mine.seat ? ` You got seat ${mine.seat}.` : ` ${outcomeText(mine.outcome)}.`;
+    }
   }
   setText($('dres-headline'), headline);
   setText($('dres-percentile'), ok ? `${mine.percentile}%` : '—');
   setText($('dres-position'), ok ? ordinal(mine.position) : '—');
-  setText($('dres-reaction'), ok ? fmtSec(mine.reaction_ms) : '—');
+  setText($('dres-reaction'), ok ? fmtReaction(mine.reaction_ms) : '—');
   setText($('dres-false'), ok ? fmtNum(mine.false_starts) : '—');
   setText($('dres-outcome'), ok ? outcomeText(mine.outcome) : '—');
   setText($('dres-seat'), (ok && mine.seat) || '—');
@@ -397,6 +437,41 @@ function renderDropResult(info, res, mine) {
     el('td', { class: 'opt', text: outcomeText(x.outcome) }),
     el('td', { text: x.seat || '—' }),
   ])));
+}
+
+// loadStepTimes fills the person's time per step against the drop's
+// people, for a drop with order steps; hidden otherwise.
+async function loadStepTimes(info, res) {
+  const r = race(info.event);
+  const box = $('dres-steps-box');
+  const rows = document.querySelectorAll('#view-dresult [data-steps]');
+  if (!r.token) return;
+  let tm;
+  try {
+    tm = await api('GET', `/events/${enc(info.event)}/steps/times`, { headers: { 'X-Queue-Token': r.token } });
+  } catch (_) {
+    box.hidden = true;
+    return;
+  }
+  box.hidden = false;
+  for (const x of rows) x.hidden = false;
+  setText($('dres-total'), fmtMS(tm.total_ms));
+  setText($('dres-grade'), tm.grade ? `${t('grade.seat', { g: tm.grade })} · ${fmtWon(tm.price)}` : '—');
+  $('dres-steps').querySelector('tbody').replaceChildren(...(tm.steps || []).map((x) => el('tr', { dataset: { step: x.step } }, [
+    el('th', { scope: 'row', text: t(`step.${x.step}`) }),
+    el('td', { class: 'num', text: fmtMS(x.you_ms) }),
+    el('td', { class: 'num', text: `${fmtMS(x.people_p50_ms)} (${fmtNum(x.people)})` }),
+    el('td', { class: 'num', text: typeof x.percentile === 'number' ? `${x.percentile}%` : '—' }),
+    el('td', { class: 'num', text: '—' }),
+  ])), el('tr', { class: 'total', dataset: { step: 'total' } }, [
+    el('th', { scope: 'row', text: t('res.total') }),
+    el('td', { class: 'num', text: fmtMS(tm.total_ms) }),
+    el('td', { class: 'num', text: fmtMS(tm.people_total_ms) }),
+    el('td', { class: 'num', text: '' }),
+    el('td', { class: 'num', text: fmtMS(tm.crowd_ms) }),
+  ]));
+  const q = ((res && res.crowd) || {}).reaction_ms || {};
+  setText($('dres-crowd-note'), typeof q.p50 === 'number' ? `${t('res.crowd', { p50: fmtSec(q.p50) })}` : '');
 }
 
 // loadDropBoard fills the leaderboard of the chosen period; this person's row
@@ -430,7 +505,7 @@ let scenarios = [];
 function renderWho() {
   const s = session();
   $('who').hidden = !s;
-  if (s) setText($('who'), `Racing as ${s.nickname}`);
+  if (s) setText($('who'), t('who', { n: s.nickname }));
   $('nick-form').hidden = !!s;
   $('p-nickname-hint').hidden = !!s;
   $('p-signed-in').hidden = !s;
@@ -580,7 +655,7 @@ async function showCountdown(id) {
   if (r.token) return go(`#/race/${enc(id)}/wait`);
   setText($('cd-scenario'), r.scenario ? `Scenario ${r.scenario}` : 'Practice race');
   $('cd-skip').setAttribute('href', `#/race/${enc(id)}/result`);
-  setText($('cd-title'), 'The drop opens in');
+  setText($('cd-title'), t('front.opensIn'));
   setText($('cd-status'), 'Synchronising with the server clock…');
   setText($('cd-bots'), fmtNum(r.bots));
   setText($('cd-seats'), fmtNum(r.seats));
@@ -609,10 +684,10 @@ async function showCountdown(id) {
         open = true;
         btn.setAttribute('aria-disabled', 'false');
         btn.dataset.state = 'open';
-        setText(btn, 'Join now!');
+        setText(btn, t('front.joinNow'));
         setText($('cd-clock'), 'GO');
-        setText($('cd-title'), 'The drop is open');
-        setText($('cd-status'), 'Open! Join now.');
+        setText($('cd-title'), t('front.open'));
+        setText($('cd-status'), t('front.go'));
       }
       return;
     }
@@ -621,7 +696,7 @@ async function showCountdown(id) {
     // Announce whole seconds to screen readers near the end, not every frame.
     if (s !== lastSpoken && (s <= 5 || s % 10 === 0) && Date.now() >= quietUntil) {
       lastSpoken = s;
-      setText($('cd-status'), `Opens in ${plural(s, 'second')}.`);
+      setText($('cd-status'), lang === 'ko' ? t('front.secs', { n: s }) : `Opens in ${plural(s, 'second')}.`);
     }
     // One frame pending at most: the 250 ms timer calls frame too.
     if (!raf) raf = requestAnimationFrame(() => { raf = 0; frame(); });
@@ -655,7 +730,7 @@ async function showCountdown(id) {
         clock.sync(3).then(frame);
       } else {
         btn.setAttribute('aria-disabled', 'false');
-        setText(btn, 'Join now!');
+        setText(btn, t('front.joinNow'));
       }
       showAlert(alertBox, friendly(err));
     }
@@ -685,11 +760,15 @@ async function showWait(g) {
   }
 
   const render = () => {
+    if (st.soldOut) {
+      setText($('w-headline'), t('wait.soldout'));
+    } else if (st.position != null) {
+      setText($('w-headline'), st.position === 1
+        ? t('wait.next')
+        : t('wait.pos', { pos: lang === 'ko' ? fmtNum(st.position) : ordinal(st.position), eta: fmtEta(st.eta) }));
+    }
     if (st.position != null) {
       setText($('w-position'), ordinal(st.position));
-      setText($('w-headline'), st.position === 1
-        ? 'You are next in line.'
-        : `You are ${ordinal(st.position)} in line, ${fmtEta(st.eta)} to go.`);
       const pct = st.first > 1 ? Math.round(100 * (st.first - st.position) / (st.first - 1)) : 0;
       $('w-progress').value = Math.max(0, Math.min(100, pct));
       setText($('w-progress'), `${pct}%`);
@@ -701,7 +780,8 @@ async function showWait(g) {
       setText($('w-ahead-people'), fmtNum(people));
       setText($('w-ahead-bots'), fmtNum(st.position - 1 - people));
     }
-    setText($('w-eta'), fmtEta(st.eta));
+    setText($('w-eta'), st.soldOut ? '—' : fmtEta(st.eta));
+    if (st.waiting != null && st.position != null) setText($('w-behind'), fmtNum(Math.max(0, st.waiting - st.position)));
     if (st.waiting != null) setText($('w-waiting'), fmtNum(st.waiting));
   };
   render();
@@ -726,6 +806,16 @@ async function showWait(g) {
     if (note) showAlert(alertBox, note, 'info');
     go(`${g.base}/${path}`);
   };
+
+  // Sold out is pushed: nobody waits on for a seat that is not there.
+  soldOutFeed(id, () => {
+    if (st.done) return;
+    st.soldOut = true;
+    render();
+    showAlert(alertBox, t('wait.soldout'), 'warn');
+    const here = still();
+    setTimeout(() => { if (here()) finish('result'); }, 600);
+  });
 
   // The queue stream: position updates, then admitted / expired / closed.
   const es = new EventSource(`/api/v1/events/${enc(id)}/queue/${enc(r.token)}/stream`);
@@ -826,6 +916,18 @@ async function showSeats(g) {
   let section = null;
   let busy = false;
   let over = false;
+  // Choosing a seat and buying it are two actions: a click selects, and
+  // Confirm buys the selected seat.
+  let picked = null;
+  const confirmBtn = $('s-confirm');
+  const select = (b) => {
+    if (picked) picked.setAttribute('aria-pressed', 'false');
+    picked = b;
+    if (b) b.setAttribute('aria-pressed', 'true');
+    confirmBtn.disabled = !b;
+    setText($('s-picked'), b ? t('seat.picked', { s: b.dataset.seat }) : t('seat.none'));
+  };
+  select(null);
   let expiresAt = Date.parse(r.expires_at);
   let ttl = Math.max(1, (expiresAt - clock.now()) || 1);
 
@@ -837,6 +939,9 @@ async function showSeats(g) {
     const here = still();
     setTimeout(() => { if (here()) go(`${g.base}/result`); }, 1200);
   };
+
+  // Sold out is pushed: the map says so at once, not at its next read.
+  soldOutFeed(id, () => end(t('steps.soldout'), 'warn'));
 
   const tick = () => {
     if (isNaN(expiresAt)) return;
@@ -851,16 +956,11 @@ async function showSeats(g) {
   tick();
 
   const draw = (seats) => {
-    const rows = new Map();
-    for (const s of seats) {
-      const row = String(s.id).split('-')[0];
-      if (!rows.has(row)) rows.set(row, []);
-      rows.get(row).push(s);
-    }
-    const width = Math.max(1, ...[...rows.values()].map((x) => x.length));
+    const { rows, width } = seatRows(seats);
     map.style.setProperty('--cols', String(width));
     if (width > 16) map.dataset.dense = 'true';
     const frag = document.createDocumentFragment();
+    select(null);
     buttons = new Map();
     for (const [name, list] of rows) {
       frag.append(el('span', { class: 'row-label', 'aria-hidden': 'true', text: name }));
@@ -888,6 +988,7 @@ async function showSeats(g) {
           if (next) next.focus();
         }
         b.disabled = !!s.taken;
+        if (b.disabled && b === picked) select(null);
       }
       b.setAttribute('aria-label', `Seat ${s.id}${s.taken ? ', taken' : ''}`);
     }
@@ -927,10 +1028,16 @@ async function showSeats(g) {
     if (!shown()) return;
   }
 
-  map.onclick = async (e) => {
+  map.onclick = (e) => {
     const b = e.target.closest('button.seat');
     if (!b || b.disabled || busy || over) return;
+    select(b === picked ? null : b);
+  };
+  confirmBtn.onclick = async () => {
+    const b = picked;
+    if (!b || b.disabled || busy || over) return;
     busy = true;
+    confirmBtn.disabled = true;
     b.setAttribute('aria-busy', 'true');
     map.dataset.busy = 'true';
     setText($('s-note'), `Buying seat ${b.dataset.seat}…`);
@@ -938,11 +1045,12 @@ async function showSeats(g) {
       const o = await api('POST', `/events/${enc(id)}/orders`, { bearer: bearer(), body: { token: r.token, seat: b.dataset.seat } });
       saveRace({ id, seat: o.seat });
       setText($('s-note'), `Seat ${o.seat} is yours!`);
-      end(`You got seat ${o.seat}! Now let's see how you did against ${g.drop ? 'everyone' : 'the bots'}.`, 'success');
+      end(lang === 'ko' ? t('bought', { s: o.seat }) : `You got seat ${o.seat}! Now let's see how you did against ${g.drop ? 'everyone' : 'the bots'}.`, 'success');
     } catch (err) {
       setText($('s-note'), friendly(err));
       if (err.code === 'SEAT_TAKEN') {
         b.disabled = true;
+        select(null);
         await refresh();
       } else if (err.code === 'SOLD_OUT' || err.code === 'NOT_ACTIVE') {
         end(friendly(err), 'warn');
@@ -951,12 +1059,404 @@ async function showSeats(g) {
       busy = false;
       b.removeAttribute('aria-busy');
       delete map.dataset.busy;
+      confirmBtn.disabled = !picked;
     }
   };
   $('s-section').onchange = (e) => { section = e.target.value; refresh(); };
-  onLeave(() => { map.onclick = null; $('s-section').onchange = null; });
+  onLeave(() => { map.onclick = null; confirmBtn.onclick = null; $('s-section').onchange = null; });
   every(SEATS_MS, refresh);
   focusHeading(v);
+}
+
+// ---------- 4b. the order steps (events whose scenario names them) ----------
+
+// soldOutFeed follows event id's stats stream (a push each second) and calls
+// onSoldOut once no seat is left.
+function soldOutFeed(id, onSoldOut) {
+  const es = new EventSource(`/api/v1/events/${enc(id)}/stats/stream`);
+  onLeave(() => es.close());
+  es.addEventListener('stats', (e) => {
+    let d = {};
+    try { d = JSON.parse(e.data); } catch (_) { return; }
+    if (d.seats_left === 0) {
+      es.close();
+      onSoldOut();
+    }
+  });
+}
+
+// showSeatsOrSteps shows the order steps of an event that has them, else
+// the one seat map of API.md's order call.
+async function showSeatsOrSteps(g) {
+  const r = race(g.event);
+  if (!r.token) return go(g.base);
+  const shown = still();
+  let st = null;
+  try {
+    st = await api('GET', `/events/${enc(g.event)}/steps`, { headers: { 'X-Queue-Token': r.token } });
+  } catch (err) {
+    if (err.code !== 'STEP_OUT_OF_ORDER' && err.code !== 'UNAVAILABLE') {
+      if (!shown()) return;
+      showAlert(alertBox, friendly(err));
+    }
+  }
+  if (!shown()) return;
+  return st ? showSteps(g, st) : showSeats(g);
+}
+
+// fmtReaction is a reaction time in milliseconds, as practisers count it.
+const fmtReaction = (ms) => (typeof ms === 'number' ? `${fmtNum(Math.round(ms))} ms` : '—');
+const fmtMS = (ms) => (typeof ms === 'number' ? `${(ms / 1000).toFixed(2)} s` : '—');
+const fmtWon = (n) => t('won', { n: fmtNum(n) });
+const fmtShow = (at) => new Intl.DateTimeFormat(lang === 'ko' ? 'ko-KR' : 'en-GB', {
+  timeZone: 'Asia/Seoul', year: 'numeric', month: 'short', day: 'numeric', weekday: 'short', hour: '2-digit', minute: '2-digit',
+}).format(new Date(at));
+
+// seatRows groups a seat list by row: the rows in order and the widest.
+function seatRows(seats) {
+  const rows = new Map();
+  for (const x of seats) {
+    const row = String(x.id).split('-')[0];
+    if (!rows.has(row)) rows.set(row, []);
+    rows.get(row).push(x);
+  }
+  return { rows, width: Math.max(1, ...[...rows.values()].map((x) => x.length)) };
+}
+
+// showSteps walks the person through the event's steps. Every choice is a
+// selection first and goes to the server only with the step's button; the
+// server records each step's time on its clock.
+function showSteps(g, st) {
+  const v = show('view-steps', t('steps.title'));
+  const id = g.event;
+  const r = race(id);
+  const tokenH = { 'X-Queue-Token': r.token };
+  const info = { date: null, grade: null, seat: null };
+  let step = st.next;
+  let choice = null; // the current step's selection, sent with Next
+  let busy = false;
+  let over = false;
+  const next = $('st-next');
+  const expiresAt = Date.parse(st.expires_at);
+  const ttl = Math.max(1, expiresAt - Date.parse(st.admitted_at) || 1);
+  setText($('st-event'), r.scenario ? `${r.scenario}` : id);
+  $('st-skip').setAttribute('href', `${g.base}/result`);
+  // Giving up leaves the line, so a held seat goes back at once.
+  $('st-skip').onclick = async (e) => {
+    e.preventDefault();
+    over = true;
+    try { await api('DELETE', `/events/${enc(id)}/queue/${enc(r.token)}`, { bearer: bearer() }); } catch (_) { /* the pass ends anyway */ }
+    go(`${g.base}/result`);
+  };
+  $('st-soldout').hidden = true;
+  for (const d of st.done) info[d.step] = d.value || null;
+
+  onLeave(() => { over = true; });
+  const end = (note, kind) => {
+    if (over) return;
+    over = true;
+    next.disabled = true;
+    if (note) showAlert(alertBox, note, kind || 'info');
+    const here = still();
+    setTimeout(() => { if (here()) go(`${g.base}/result`); }, 900);
+  };
+  soldOutFeed(id, () => {
+    if (over) return;
+    $('st-soldout').hidden = false;
+    end(null);
+  });
+
+  const tick = () => {
+    if (isNaN(expiresAt)) return;
+    const left = expiresAt - clock.now();
+    setText($('st-time'), fmtClock(left));
+    $('st-countdown').dataset.urgent = String(left < 10000);
+    if (left <= 0 && !busy) end(notActiveText('EXPIRED'), 'warn');
+  };
+  const timer = setInterval(tick, 250);
+  onLeave(() => clearInterval(timer));
+  tick();
+
+  const times = new Map(st.done.map((d) => [d.step, d.ms]));
+  const renderSide = () => {
+    $('st-progress').replaceChildren(...st.flow.map((x) => el('li', {
+      'aria-current': x === step ? 'step' : null,
+      dataset: { state: times.has(x) ? 'done' : (x === step ? 'now' : 'todo') },
+      text: t(`step.${x}`),
+    })));
+    const grade = st.grades.find((x) => x.id === info.grade);
+    const show = st.dates.find((x) => x.id === info.date);
+    const rows = [];
+    if (show) rows.push([t('sum.show'), fmtShow(show.at)]);
+    if (grade) rows.push([t('sum.grade'), t('grade.seat', { g: grade.id })], [t('sum.price'), fmtWon(grade.price)]);
+    if (info.seat) rows.push([t('sum.seat'), info.seat]);
+    $('st-picked').replaceChildren(...rows.flatMap(([k, x]) => [el('dt', { text: k }), el('dd', { text: x })]));
+    $('sk-summary').replaceChildren(...rows.flatMap(([k, x]) => [el('dt', { text: k }), el('dd', { text: x })]));
+    $('st-times').replaceChildren(...st.flow.filter((x) => times.has(x)).map((x) =>
+      el('li', { dataset: { step: x }, text: `${t(`step.${x}`)}: ${fmtMS(times.get(x))}` })));
+  };
+
+  const label = { date: 'steps.next', captcha: 'captcha.submit', grade: 'steps.next', seat: 'seat.done', confirm: 'confirm.btn', payment: 'pay.btn' };
+  const choose = (value) => {
+    choice = value;
+    next.disabled = busy || over || (choice == null && step !== 'confirm' && step !== 'payment');
+  };
+
+  // gradeOfChoice is the seat grade (VIP, R, S, A) of the grade or block chosen.
+  const gradeOfChoice = () => (st.grades.find((x) => x.id === info.grade) || {}).grade || info.grade;
+
+  // The seat map of the chosen grade, refreshed each second.
+  let seatButtons = new Map();
+  let picked = null;
+  const map = $('ss-map');
+  let zoom = 1;
+  const drawSeats = (seats) => {
+    const { rows, width } = seatRows(seats);
+    map.style.setProperty('--cols', String(width));
+    if (width > 16) map.dataset.dense = 'true'; else delete map.dataset.dense;
+    const frag = document.createDocumentFragment();
+    seatButtons = new Map();
+    picked = null;
+    for (const [name, list] of rows) {
+      frag.append(el('span', { class: 'row-label', 'aria-hidden': 'true', text: name }));
+      for (const x of list) {
+        const b = el('button', { type: 'button', class: `seat graded g-${gradeOfChoice()}`, dataset: { seat: x.id },
+          'aria-pressed': 'false', text: String(x.id).split('-').slice(1).join('-') });
+        seatButtons.set(x.id, b);
+        frag.append(b);
+      }
+      for (let i = list.length; i < width; i++) frag.append(el('span', { 'aria-hidden': 'true' }));
+    }
+    map.replaceChildren(frag);
+  };
+  const loadSeats = async () => {
+    if (over || step !== 'seat' || !info.grade) return;
+    try {
+      const m = await api('GET', `/events/${enc(id)}/steps/seats?grade=${enc(info.grade)}`, { headers: tokenH });
+      if (over || step !== 'seat') return;
+      const seats = Array.isArray(m && m.seats) ? m.seats : [];
+      if (seatButtons.size !== seats.length || !seats.every((x) => seatButtons.has(x.id))) drawSeats(seats);
+      for (const x of seats) {
+        const b = seatButtons.get(x.id);
+        b.disabled = !!x.taken;
+        b.setAttribute('aria-label', `${x.id}${x.taken ? `, ${t('seat.taken')}` : ''}`);
+        if (b.disabled && b === picked) {
+          picked = null;
+          b.setAttribute('aria-pressed', 'false');
+          choose(null);
+        }
+      }
+    } catch (err) {
+      if (err.code === 'NOT_ACTIVE') end(friendly(err), 'warn');
+      else setText($('st-note'), friendly(err));
+    }
+  };
+  map.onclick = (e) => {
+    const b = e.target.closest('button.seat');
+    if (!b || b.disabled || busy || over) return;
+    if (picked) picked.setAttribute('aria-pressed', 'false');
+    picked = b === picked ? null : b;
+    if (picked) picked.setAttribute('aria-pressed', 'true');
+    setText($('st-note'), picked ? t('seat.picked', { s: picked.dataset.seat }) : '');
+    choose(picked ? picked.dataset.seat : null);
+  };
+  const setZoom = (z) => {
+    zoom = Math.max(0.6, Math.min(2, z));
+    $('ss-scroll').style.setProperty('--zoom', String(zoom));
+  };
+  $('ss-zoom-in').onclick = () => setZoom(zoom + 0.25);
+  $('ss-zoom-out').onclick = () => setZoom(zoom - 0.25);
+  // A phone starts zoomed in: the grade was the section overview.
+  setZoom(window.matchMedia('(max-width: 520px)').matches ? 1.25 : 1);
+
+  const radio = (box, items) => {
+    box.replaceChildren(...items.map((it) => {
+      const b = el('button', { type: 'button', class: `choice ${it.cls || ''}`, role: 'radio', 'aria-checked': 'false',
+        dataset: { value: it.value }, disabled: it.disabled || null }, [
+        el('span', { class: 'c-main' }, it.main),
+        el('span', { class: 'c-sub', text: it.sub }),
+      ]);
+      return b;
+    }));
+    box.onclick = (e) => {
+      const b = e.target.closest('button.choice');
+      if (!b || b.disabled || busy || over) return;
+      for (const x of box.querySelectorAll('.choice')) x.setAttribute('aria-checked', String(x === b));
+      choose(b.dataset.value);
+    };
+  };
+
+  const newCaptcha = () => {
+    $('sc-image').src = `/api/v1/events/${enc(id)}/steps/captcha?token=${enc(r.token)}&n=${Date.now()}`;
+    $('sc-answer').value = '';
+    choose(null);
+  };
+  $('sc-new').onclick = () => { if (!busy && !over) newCaptcha(); };
+  $('sc-answer').oninput = (e) => {
+    e.target.value = e.target.value.replace(/\D/g, '').slice(0, 6);
+    choose(e.target.value.length === 6 ? e.target.value : null);
+  };
+  $('sc-answer').onkeydown = (e) => { if (e.key === 'Enter' && !next.disabled) next.click(); };
+  $('sp-agree').checked = false;
+
+  // enter shows the pane of the current step.
+  const enter = () => {
+    screenChanged();
+    choice = null;
+    setText($('st-note'), '');
+    for (const p of v.querySelectorAll('.step-pane')) p.hidden = p.dataset.step !== step;
+    setText(next, t(label[step] || 'steps.next'));
+    renderSide();
+    choose(null);
+    if (step === 'date') {
+      radio($('sd-shows'), st.dates.map((x) => ({ value: x.id, main: fmtShow(x.at), sub: t('date.pick') })));
+    } else if (step === 'captcha') {
+      newCaptcha();
+      $('sc-answer').focus();
+    } else if (step === 'grade') {
+      radio($('sg-grades'), st.grades.map((x) => ({
+        value: x.id, cls: `g-${x.grade}`, disabled: x.free === 0,
+        main: [el('span', { class: 'grade-dot', 'aria-hidden': 'true' }), `${t('grade.seat', { g: x.id })} · ${fmtWon(x.price)}`],
+        sub: `${t('grade.free', { free: fmtNum(x.free), seats: fmtNum(x.seats) })} · ${t('grade.rows', { a: x.first_row, b: x.last_row })}`,
+      })));
+    } else if (step === 'seat') {
+      map.replaceChildren();
+      seatButtons = new Map();
+      loadSeats();
+    }
+    const h = v.querySelector(`.step-pane[data-step="${step}"] h2`);
+    if (h && step !== 'captcha') { h.setAttribute('tabindex', '-1'); h.focus({ preventScroll: true }); }
+  };
+  every(SEATS_MS, loadSeats);
+
+  next.onclick = async () => {
+    if (busy || over || next.disabled) return;
+    if (step === 'payment' && !$('sp-agree').checked) {
+      setText($('st-note'), t('pay.agree.first'));
+      return;
+    }
+    let value = choice || '';
+    if (step === 'payment') {
+      value = `${document.querySelector('input[name="sp-method"]:checked').value}/${document.querySelector('input[name="sp-discount"]:checked').value}`;
+    }
+    busy = true;
+    next.disabled = true;
+    try {
+      const res = await api('POST', `/events/${enc(id)}/steps/${enc(step)}`, { bearer: bearer(), body: { token: r.token, value } });
+      times.set(step, res.ms);
+      if (step in info) info[step] = value;
+      if (res.order) {
+        saveRace({ id, seat: res.order.seat });
+        renderSide();
+        setText($('st-note'), t('bought', { s: res.order.seat }));
+        end(t('bought', { s: res.order.seat }), 'success');
+        return;
+      }
+      step = res.next;
+      enter();
+    } catch (err) {
+      if (err.code === 'CAPTCHA_WRONG') {
+        setText($('st-note'), t('captcha.wrong'));
+        newCaptcha();
+      } else if (err.code === 'SEAT_TAKEN') {
+        setText($('st-note'), t('seat.taken.now'));
+        await loadSeats();
+      } else if (err.code === 'SOLD_OUT' || err.code === 'NOT_ACTIVE') {
+        end(friendly(err), 'warn');
+      } else {
+        setText($('st-note'), friendly(err));
+      }
+    } finally {
+      busy = false;
+      choose(choice);
+    }
+  };
+  onLeave(() => {
+    next.onclick = null; map.onclick = null; $('sc-new').onclick = null; $('sc-answer').oninput = null; $('st-skip').onclick = null;
+    $('ss-zoom-in').onclick = null; $('ss-zoom-out').onclick = null;
+  });
+  if (!step) return end(null);
+  enter();
+}
+
+
+// ---------- drills ----------
+
+const two = (n) => String(n).padStart(2, '0');
+const fmtMilli = (ms) => {
+  const d = new Date(ms);
+  return `${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}.${String(d.getMilliseconds()).padStart(3, '0')}`;
+};
+
+// showDrills shows the captcha drill (timed by the server) and the press at
+// the exact second (on the server's clock, measured over several samples).
+function showDrills() {
+  show('view-drills', t('nav.drills'));
+  const s = session();
+  $('dc-need').hidden = !!s;
+  $('dc-start').disabled = !s;
+  let drill = null;
+  const img = $('dc-image');
+  const answer = $('dc-answer');
+  $('dc-start').onclick = async () => {
+    try {
+      const d = await api('POST', '/drills/captcha', { bearer: bearer() });
+      drill = d.id;
+      img.hidden = false;
+      img.src = `/api/v1/drills/captcha/${enc(drill)}?access_token=${enc(bearer())}`;
+      answer.disabled = false;
+      answer.value = '';
+      answer.focus();
+      setText($('dc-result'), '');
+    } catch (err) {
+      setText($('dc-result'), friendly(err));
+    }
+  };
+  answer.oninput = async () => {
+    answer.value = answer.value.replace(/\D/g, '').slice(0, 6);
+    if (answer.value.length < 6 || !drill) return;
+    const id = drill;
+    drill = null;
+    answer.disabled = true;
+    try {
+      const r = await api('POST', `/drills/captcha/${enc(id)}`, { bearer: bearer(), body: { answer: answer.value } });
+      setText($('dc-result'), r.people > 1 ? t('drill.done', { s: fmtMS(r.ms), p: r.percentile, n: fmtNum(r.people) })
+        : t('drill.first', { s: fmtMS(r.ms) }));
+    } catch (err) {
+      setText($('dc-result'), err.code === 'CAPTCHA_WRONG' ? t('drill.wrong') : friendly(err));
+    }
+    setText($('dc-start'), t('drill.again'));
+    $('dc-start').focus();
+  };
+  $('dc-form').onsubmit = (e) => e.preventDefault();
+
+  // The press: a target 3 to 8 s ahead on a whole 5 seconds.
+  const hist = [];
+  let target = 0;
+  const aim = () => {
+    target = Math.ceil((clock.now() + 3000) / 5000) * 5000;
+    setText($('ds-target'), fmtMilli(target));
+  };
+  let raf = 0;
+  const paint = () => {
+    setText($('ds-clock'), fmtMilli(clock.now()));
+    if (clock.now() > target + 2000) aim();
+    raf = requestAnimationFrame(paint);
+  };
+  clock.sync(5).then(() => { aim(); paint(); });
+  onLeave(() => cancelAnimationFrame(raf));
+  $('ds-press').onclick = () => {
+    if (!target) return;
+    const off = Math.round(clock.now() - target);
+    hist.unshift(off);
+    hist.length = Math.min(hist.length, 10);
+    const say = (x) => (x < 0 ? t('drill.early', { ms: -x }) : t('drill.late', { ms: x }));
+    const avg = Math.round(hist.reduce((a, x) => a + Math.abs(x), 0) / hist.length);
+    setText($('ds-result'), `${say(off)} · ${t('drill.avg', { ms: avg })}`);
+    $('ds-history').replaceChildren(...hist.map((x) => el('li', { text: say(x) })));
+    aim();
+  };
+  onLeave(() => { $('dc-start').onclick = null; answer.oninput = null; $('ds-press').onclick = null; });
 }
 
 // ---------- 5. result ----------
@@ -973,7 +1473,11 @@ const OUTCOMES = {
   outbid: 'Outbid',
   abandoned: 'Gave up waiting',
 };
-const outcomeText = (o) => OUTCOMES[o] || String(o || '—').replace(/_/g, ' ');
+const OUTCOMES_KO = {
+  bought: '좌석 확보', seat: '좌석 확보', waiting: '대기 중', sold_out: '매진', expired: '시간 초과', left: '대기 취소',
+  not_joined: '참가 안 함', waiting_when_closed: '마감 때 대기 중', outbid: '밀려남', abandoned: '대기 포기',
+};
+const outcomeText = (o) => (lang === 'ko' && OUTCOMES_KO[o]) || OUTCOMES[o] || String(o || '—').replace(/_/g, ' ');
 
 async function showResult(id) {
   const v = show('view-result', 'your result');
@@ -1150,8 +1654,10 @@ async function loadLeaderboard() {
     const r = await api('GET', `/practice/leaderboard?scenario=${enc(boardScenario)}`);
     const entries = Array.isArray(r && r.entries) ? r.entries : [];
     $('lb-empty').hidden = entries.length > 0;
-    const me = (session() || {}).nickname;
-    tbody.replaceChildren(...entries.map((x) => el('tr', { class: x.nickname === me ? 'me' : null }, [
+    // "You" is the row with this session's user id, never a nickname: many
+    // people may share one.
+    const me = (session() || {}).user_id;
+    tbody.replaceChildren(...entries.map((x) => el('tr', { class: me && x.user_id === me ? 'me' : null }, [
       el('td', { class: 'num', text: fmtNum(x.rank) }),
       el('td', { text: x.nickname }),
       el('td', { class: 'num', text: fmtSec(x.reaction_ms) }),
@@ -1162,5 +1668,22 @@ async function loadLeaderboard() {
     showAlert(alertBox, friendly(err));
   }
 }
+
+// ---------- server clock and language (every view) ----------
+
+for (const b of document.querySelectorAll('[data-lang]')) b.addEventListener('click', () => { setLang(b.dataset.lang); route(); });
+
+// The header's clock shows the server's time to the millisecond: the
+// offset measured over several samples (lib.js clock), then every frame.
+function serverClock() {
+  const out = $('server-clock');
+  const paint = () => {
+    setText(out, fmtMilli(clock.now()));
+    out.dataset.synced = String(clock.synced);
+    requestAnimationFrame(paint);
+  };
+  clock.sync(5).then(() => requestAnimationFrame(paint));
+}
+serverClock();
 
 route();

@@ -75,15 +75,7 @@ func dropCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			paths, err := res.WriteFilesNamed(out, res.Date.Format("2006-01-02")+"-drop")
-			if err != nil {
-				return err
-			}
-			if err := bench.Markdown(os.Stdout, res); err != nil {
-				return err
-			}
-			fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(paths, ", "))
-			return nil
+			return publish(res, out, res.Date.Format("2006-01-02")+"-drop")
 		},
 	}
 	f := cmd.Flags()
@@ -98,6 +90,20 @@ func dropCmd() *cobra.Command {
 	f.StringVar(&host, "host", host, "machine name in the result")
 	f.StringVar(&out, "out", "bench/results", "folder for <date>-drop.json, .md and .html")
 	return cmd
+}
+
+// publish writes res as <dir>/<base>.json, .md and .html, prints the Markdown
+// and names the files.
+func publish(res *bench.Result, dir, base string) error {
+	paths, err := res.WriteFilesNamed(dir, base)
+	if err != nil {
+		return err
+	}
+	if err := bench.Markdown(os.Stdout, res); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(paths, ", "))
+	return nil
 }
 
 func runCmd() *cobra.Command {
@@ -118,15 +124,7 @@ func runCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			paths, err := res.WriteFiles(out)
-			if err != nil {
-				return err
-			}
-			if err := bench.Markdown(os.Stdout, res); err != nil {
-				return err
-			}
-			fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(paths, ", "))
-			return nil
+			return publish(res, out, res.BaseName())
 		},
 	}
 	f := cmd.Flags()

@@ -21,6 +21,8 @@
 --                 unredeemed, the redeeming user id after
 --   dv     HASH   device binding: "d:<device>" -> user id, "u:<user id>" -> device,
 --                 while that user holds a live attempt
+--   hd     HASH   seat holds of the order steps (server/steps): seat id ->
+--                 "user id|seq"; a hold binds only while that attempt is active
 -- Every script gets the same leading ARGV:
 --   ARGV[1] now in ms (the server's clock), ARGV[2] stream MAXLEN (approximate)
 -- Script-specific ARGV start at ARGV[3].

@@ -40,8 +40,9 @@
         scales: { x: { time: false } },
         axes: [axis("seconds since the opening", { incrs: secondIncrs }), axis("per second")],
         series: [{ label: "second" }, line("arrivals", c[0]), line("joins", c[1]),
-          line("promotions seen", c[2]), line("orders", c[3])]
-      }), [tl.t, tl.arrivals, tl.joins, tl.promotions, tl.orders], el);
+          line("promotions seen", c[2]), line("orders", c[3]),
+          Object.assign(line("planned arrivals", c[0]), { dash: [6, 4] })]
+      }), [tl.t, tl.arrivals, tl.joins, tl.promotions, tl.orders, tl.planned], el);
     },
     queue: function (el) {
       var tl = data.timeline, c = colors();

@@ -1,0 +1,52 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rushline/rushline/scenarios"
+	"github.com/rushline/rushline/server/drop"
+	"github.com/rushline/rushline/server/queue"
+	"github.com/rushline/rushline/server/steps"
+	"github.com/rushline/rushline/simulator/scenario"
+)
+
+// orderSteps runs the order steps of drops whose scenario names some: the
+// drops' own scenarios (scs, or the embedded ones).
+func orderSteps(eng *queue.Engine, rdb redis.UniversalClient, drops *drop.Service, scs []*scenario.Scenario) (*steps.Service, error) {
+	if len(scs) == 0 {
+		all, err := scenarios.All()
+		if err != nil {
+			return nil, err
+		}
+		scs = all
+	}
+	// dropOf is the drop of an event; ok is false for an event that is none's.
+	dropOf := func(ctx context.Context, eventID string) (drop.View, bool, error) {
+		id, ok := drop.IDOfEvent(eventID)
+		if !ok {
+			return drop.View{}, false, nil
+		}
+		v, err := drops.Get(ctx, id)
+		if queue.ErrorCode(err) == queue.CodeDropNotFound {
+			return drop.View{}, false, nil
+		}
+		return v, err == nil, err
+	}
+	flows := steps.ScenarioFlows(scs, func(ctx context.Context, eventID string) (string, bool, error) {
+		v, ok, err := dropOf(ctx, eventID)
+		return v.Scenario, ok, err
+	})
+	// The crowd buys its think time after admission: the level's median.
+	crowd := func(ctx context.Context, eventID string) (time.Duration, bool, error) {
+		v, ok, err := dropOf(ctx, eventID)
+		if !ok || err != nil {
+			return 0, false, err
+		}
+		b, ok := v.Level.Behaviour()
+		return time.Duration(b.Think.Median), ok, nil
+	}
+	return steps.New(eng, rdb, flows, steps.WithCrowd(crowd)), nil
+}

@@ -1,0 +1,4 @@
+package steps
+
+// Layout is layout, for tests.
+var Layout = layout

@@ -1,0 +1,43 @@
+package web_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// settled is true once a click would count: the practice page ignores
+// clicks for 500 ms after a screen change.
+const settled = `!document.documentElement.dataset.settling`
+
+// mustPick selects the first seat sel matches: a click within 500 ms of a
+// screen change does nothing by design, so it clicks until the page shows
+// a seat selected.
+func mustPick(tb testing.TB, b *browser, sel string) string {
+	tb.Helper()
+	for end := time.Now().Add(10 * time.Second); ; {
+		b.MustRun(tb, "selecting a seat", chromedp.Click(chromedp.CSS(sel)))
+		if id := MustEval[string](tb, b, `(document.querySelector('#s-map button.seat[aria-pressed="true"]') || {dataset: {}}).dataset.seat || ""`); id != "" {
+			return id
+		}
+		if time.Now().After(end) {
+			tb.Fatalf("no seat selected after clicking %s", sel)
+		}
+	}
+}
+
+// mustBuy selects a free seat and confirms it, as often as seats turn out
+// taken; false when none could be bought.
+func mustBuy(tb testing.TB, b *browser) bool {
+	tb.Helper()
+	for try := 0; try < 10; try++ {
+		mustPick(tb, b, `#s-map button.seat:not([disabled])`)
+		b.MustRun(tb, "confirming the seat", chromedp.Click(chromedp.ID("s-confirm")))
+		b.MustWait(tb, "the order's answer", `!document.querySelector("#s-map[data-busy]")`, 10*time.Second)
+		if MustEval[bool](tb, b, `document.getElementById("s-note").textContent.includes("is yours")`) {
+			return true
+		}
+	}
+	return false
+}
