@@ -51,7 +51,8 @@ bots:
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator})
+	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator,
+		KeepBots: true, KeepRequests: true})
 	if err != nil {
 		t.Fatal(err)
 	}
