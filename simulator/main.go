@@ -51,7 +51,7 @@ func main() {
 func rootCmd() *cobra.Command {
 	root := &cobra.Command{Use: "rushline-sim", Short: "Race scenario-driven bots through a rushline waiting room",
 		SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(runCmd(), validateCmd(), scenariosCmd(), reportCmd(), planCmd())
+	root.AddCommand(runCmd(), validateCmd(), scenariosCmd(), reportCmd(), planCmd(), verifyDrawCmd())
 	didyoumean.Suggest(root, nil)
 	return root
 }

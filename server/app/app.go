@@ -231,6 +231,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		Steps: orders, Engine: eng, Catalog: catalog, Signer: signer, Keys: keys, Metrics: m, Push: hub, Logger: log, Web: cfg.Web,
 		TrustProxy: cfg.TrustProxy, Practice: practice.New(drops, eng), Drops: drops, Limiter: limiter(rdb, cfg.RateLimit, log),
 		BindDevice: cfg.BindDevice, Priority: queue.NewPriority(db, eng), StreamCeiling: streamCeiling(cfg.MaxStreams, log),
+		AdmissionLog: db,
 		Ready: map[string]func(context.Context) error{
 			"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 			"database": db.Ping,

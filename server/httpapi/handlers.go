@@ -90,6 +90,10 @@ type eventFields struct {
 	PriorityShare   *float64   `json:"priority_share"`
 	OpensAt         *time.Time `json:"opens_at"`
 	ClosesAt        *time.Time `json:"closes_at"`
+	QueueMode       *string    `json:"queue_mode"`
+	PrequeueOpensAt *time.Time `json:"prequeue_opens_at"`
+	Challenge       *string    `json:"challenge"`
+	PowBits         *int       `json:"pow_bits"`
 }
 
 func set[T any](dst *T, v *T) {
@@ -113,6 +117,17 @@ func (f eventFields) apply(ev *queue.Event) {
 		t := f.ClosesAt.UTC()
 		ev.ClosesAt = &t
 	}
+	if f.QueueMode != nil {
+		ev.QueueMode = queue.QueueMode(*f.QueueMode)
+	}
+	if f.PrequeueOpensAt != nil {
+		t := f.PrequeueOpensAt.UTC()
+		ev.PrequeueOpensAt = &t
+	}
+	if f.Challenge != nil {
+		ev.Challenge = queue.Challenge(*f.Challenge)
+	}
+	set(&ev.PowBits, f.PowBits)
 }
 
 func (s *Server) createEvent(c *gin.Context) {
@@ -152,13 +167,22 @@ func (s *Server) patchEvent(c *gin.Context) {
 		return
 	}
 	if f.ID != nil || f.Name != nil || f.Seats != nil || f.OpensAt != nil {
-		s.fail(c, badRequest("only capacity, admit_batch, admit_interval_ms, active_ttl_s, policy, max_tps, priority_share and closes_at can change"))
+		s.fail(c, badRequest("only capacity, admit_batch, admit_interval_ms, active_ttl_s, policy, max_tps, priority_share, "+
+			"closes_at, queue_mode, prequeue_opens_at, challenge and pow_bits can change"))
 		return
 	}
 	// A value no event could take is a 400 even for an unknown event (400
-	// outranks 404): check the change on the most permissive valid event.
+	// outranks 404): check the change on the most permissive valid event,
+	// one that opens as early as the change allows.
 	probe := queue.Event{ID: "probe", Seats: 1, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 50, ActiveTTLS: 1,
-		Policy: queue.PolicyCapacity, MaxTPS: 1}
+		Policy: queue.PolicyCapacity, MaxTPS: 1, OpensAt: &time.Time{}, QueueMode: queue.ModeFIFO,
+		Challenge: queue.ChallengeNone, PowBits: queue.MinPowBits}
+	if f.PrequeueOpensAt != nil {
+		probe.OpensAt = f.PrequeueOpensAt
+	}
+	if f.PowBits != nil {
+		probe.Challenge = queue.ChallengePow // pow_bits alone is checked as well
+	}
 	f.apply(&probe)
 	if err := probe.Validate(s.Engine.Now()); err != nil {
 		s.fail(c, err)
@@ -308,6 +332,12 @@ func (s *Server) join(c *gin.Context) {
 		opts.PriorityCode = *req.PriorityCode
 	}
 	opts.Priority = req.Priority != nil && *req.Priority
+	proven, err := s.proveWork(c, virtual, req.Challenge, req.Solution)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	opts.Proven = proven
 	if virtual {
 		if req.BotID != nil {
 			userID += *req.BotID

@@ -185,6 +185,7 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 		Logger:   cmp.Or(o.Logger, quiet),
 		// FAST TRACK grants kept in the fixture's SQL and Redis.
 		Priority:      queue.NewPriority(st, eng),
+		AdmissionLog:  st,
 		BindDevice:    o.BindDevice,
 		StreamCeiling: o.StreamCeiling,
 		Ready: map[string]func(context.Context) error{

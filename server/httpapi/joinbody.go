@@ -14,6 +14,9 @@ type joinRequest struct {
 	BotID        *string `json:"bot_id"`
 	PriorityCode *string `json:"priority_code"`
 	Priority     *bool   `json:"priority"`
+	// Challenge and Solution answer an event's proof-of-work challenge.
+	Challenge *string `json:"challenge"`
+	Solution  *string `json:"solution"`
 }
 
 // The user types a join names, shared so a parsed body points at them.
@@ -63,6 +66,10 @@ func scanJoin(b []byte, req *joinRequest) bool {
 			ok = s.strField(&req.PriorityCode)
 		case "priority":
 			ok = s.boolField(&req.Priority)
+		case "challenge":
+			ok = s.strField(&req.Challenge)
+		case "solution":
+			ok = s.strField(&req.Solution)
 		default:
 			return false
 		}

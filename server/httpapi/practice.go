@@ -188,6 +188,17 @@ func (s *Server) admissions(c *gin.Context) {
 		return
 	}
 	recs, err := s.Engine.Admissions(ctx, c.Param("event"), limit)
+	if err == nil && len(recs) < limit && s.AdmissionLog != nil {
+		// The audit writer trims what it has written from the stream: the
+		// older admissions are in the audit trail.
+		before := int64(0)
+		if len(recs) > 0 {
+			before = recs[len(recs)-1].AdmissionNo
+		}
+		var older []queue.Record
+		older, err = s.AdmissionLog.RecentAdmissions(ctx, c.Param("event"), before, limit-len(recs))
+		recs = append(recs, older...)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return

@@ -67,6 +67,16 @@ type Deps struct {
 	// Steps runs the order steps of events that have them; nil answers
 	// their routes with 503.
 	Steps *steps.Service
+	// AdmissionLog, when set, lists the admissions the live stream no longer
+	// holds (the audit trail in SQL).
+	AdmissionLog AdmissionLog
+}
+
+// AdmissionLog lists an event's admissions older than the live stream keeps.
+type AdmissionLog interface {
+	// RecentAdmissions returns up to limit admitted records numbered below
+	// before (any when 0), newest first.
+	RecentAdmissions(ctx context.Context, eventID string, before int64, limit int) ([]queue.Record, error)
 }
 
 // Server routes the API. Safe for concurrent use.
@@ -129,6 +139,8 @@ func New(d Deps) *Server {
 	v1.GET("/events/:event/seats", s.seats)
 	v1.POST("/events/:event/orders", s.order)
 	v1.GET("/events/:event/stats/stream", s.statsStream)
+	v1.GET("/events/:event/draw", s.draw)
+	v1.GET("/events/:event/challenge", s.challenge)
 	v1.GET("/time", s.serverTime)
 	st := v1.Group("/events/:event/steps", s.stepsReady)
 	st.GET("", s.stepState)

@@ -67,6 +67,7 @@ func (c *Catalog) Create(ctx context.Context, ev Event) (Event, error) {
 	if err := ev.Validate(c.eng.Now()); err != nil {
 		return Event{}, err
 	}
+	ev.ensureSeed()
 	l, err := c.eng.LeaseRestore(ctx, ev.ID, "create-"+NewMark(), DefaultRestoreLease)
 	if err != nil {
 		return Event{}, fmt.Errorf("queue: create event %s: %w", ev.ID, err)
@@ -113,6 +114,17 @@ func (c *Catalog) Update(ctx context.Context, id string, change func(*Event)) (E
 		if err := ev.Validate(now); err != nil {
 			return err
 		}
+		if old.QueueMode == ModeRandomStart && ev.QueueMode != ModeRandomStart {
+			// Its pre-queue would wait for a draw that never comes.
+			pending, err := c.eng.drawPending(ctx, id)
+			if err != nil {
+				return err
+			}
+			if pending {
+				return Errorf(CodeBadRequest, "queue_mode cannot leave random_start while its pre-queue waits for the draw at opens_at")
+			}
+		}
+		ev.ensureSeed() // events made before draws existed
 		if err := c.eng.PutEvent(ctx, *ev); err != nil {
 			return err
 		}

@@ -38,6 +38,8 @@ const eventsKey = "rl:events"
 var (
 	//go:embed lua/lib.lua
 	luaLib string
+	//go:embed lua/fair_lib.lua
+	luaFairLib string
 	//go:embed lua/join.lua
 	luaJoin string
 	//go:embed lua/verify.lua
@@ -259,6 +261,8 @@ func flag(b bool) any {
 // CreateEvent mirrors a new event into Redis; CodeEventExists if present.
 // It has no marker and unbounded counters: the catalog uses CreateMarked.
 func (e *Engine) CreateEvent(ctx context.Context, ev Event) error {
+	ev.normalizeFair()
+	ev.ensureSeed()
 	return e.putEvent(ctx, ev, "create", Incarnation{})
 }
 
@@ -296,7 +300,12 @@ func (e *Engine) putEvent(ctx context.Context, ev Event, mode string, inc Incarn
 		"json", js, "seats", ev.Seats, "capacity", ev.Capacity, "batch", ev.AdmitBatch,
 		"interval", ev.AdmitIntervalMS, "ttl", ev.ActiveTTLS, "policy", string(ev.Policy),
 		"max_tps", ev.MaxTPS, "paused", flag(ev.Paused), "pshare", SharePPM(ev.PriorityShare),
-		"opens", unixMilli(ev.OpensAt), "closes", unixMilli(ev.ClosesAt)}
+		"opens", unixMilli(ev.OpensAt), "closes", unixMilli(ev.ClosesAt),
+		"mode", ev.QueueMode.letter(), "preopens", unixMilli(ev.PrequeueOpensAt),
+		"pow", flag(ev.Challenge == ChallengePow)}
+	if ev.DrawSeed != "" {
+		args = append(args, "seed", ev.DrawSeed)
+	}
 	if inc.Mark != "" {
 		args = append(args, "mark", inc.Mark)
 	}
@@ -336,7 +345,7 @@ type Held struct {
 	Present bool
 	Incarnation
 	// Seq and Admitted are the counters: the last seq and admission number
-	// handed out.
+	// handed out; Seq also counts the seqs the draw will hand the pre-queue.
 	Seq, Admitted int64
 }
 
@@ -344,12 +353,14 @@ type Held struct {
 func (e *Engine) Holds(ctx context.Context, ids []string) ([]Held, error) {
 	cfgs := make([]*redis.SliceCmd, len(ids))
 	seqs := make([]*redis.StringCmd, len(ids))
+	pqs := make([]*redis.IntCmd, len(ids))
 	adms := make([]*redis.StringCmd, len(ids))
 	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
 			k := Keys(id)
 			cfgs[i] = p.HMGet(ctx, k[keyCfg], "json", "mark", "seq_cap", "adm_cap")
 			seqs[i] = p.Get(ctx, k[keySeq])
+			pqs[i] = p.ZCard(ctx, k[keyPrequeue])
 			adms[i] = p.HGet(ctx, k[keyCounters], "admitted")
 		}
 		return nil
@@ -367,6 +378,7 @@ func (e *Engine) Holds(ctx context.Context, ids []string) ([]Held, error) {
 		h.Mark, _ = v[1].(string)
 		h.SeqCap, h.AdmitCap = toInt(v[2]), toInt(v[3])
 		h.Seq, _ = seqs[i].Int64()
+		h.Seq += pqs[i].Val() // the draw numbers each pre-queued user
 		h.Admitted, _ = adms[i].Int64()
 		out[i] = h
 	}
@@ -452,27 +464,32 @@ func (e *Engine) Stats(ctx context.Context, ev Event) (Stats, error) {
 		waiting  *redis.IntCmd
 		priority *redis.IntCmd
 		active   *redis.IntCmd
-		admitted *redis.StringCmd
+		counters *redis.SliceCmd
 		sold     *redis.IntCmd
 	)
 	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		waiting = p.ZCard(ctx, key(ev.ID, keyWaiting))
 		priority = p.ZCard(ctx, key(ev.ID, keyPriority))
 		active = p.ZCount(ctx, key(ev.ID, keyActive), "("+now, "+inf")
-		admitted = p.HGet(ctx, key(ev.ID, keyCounters), "admitted")
+		counters = p.HMGet(ctx, key(ev.ID, keyCounters), "admitted", "joined", "expired")
 		sold = p.HLen(ctx, key(ev.ID, keySeatsTaken))
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return Stats{}, storeErr(ctx, err)
 	}
-	adm, _ := admitted.Int64()
+	n := counters.Val()
+	if len(n) < 3 {
+		n = make([]any, 3)
+	}
 	return Stats{
 		Waiting:       waiting.Val() + priority.Val(),
 		Active:        active.Val(),
-		AdmittedTotal: adm,
+		AdmittedTotal: toInt(n[0]),
 		Sold:          sold.Val(),
 		SeatsLeft:     int64(ev.Seats) - sold.Val(),
+		Joined:        toInt(n[1]),
+		Expired:       toInt(n[2]),
 	}, nil
 }
 
@@ -536,11 +553,13 @@ func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOpt
 	if !ValidUserID(userID) {
 		return Entry{}, false, Errorf(CodeBadRequest, "a user id must be non-empty and on one line")
 	}
-	r, err := e.run(ctx, scriptJoin, eventID, userID, o.PriorityCode, flag(o.Priority), o.Device)
+	r, err := e.run(ctx, scriptJoin, eventID, userID, o.PriorityCode, flag(o.Priority), o.Device, flag(o.Proven))
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("queue: join %s: %w", eventID, err)
 	}
 	switch code := r[0].(string); code {
+	case string(StatusPrequeued):
+		return Entry{UserID: userID, Status: StatusPrequeued, Waiting: toInt(r[2])}, r[1] == "1", nil
 	case "NEW", "EXISTS":
 		en := Entry{UserID: userID, Seq: toInt(r[2])}
 		en.Token = e.tokens.Mint(eventID, en.Seq, userID)
@@ -552,6 +571,9 @@ func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOpt
 		return Entry{}, false, Errorf(CodeEventClosed, "event %q is closed", eventID)
 	case string(CodeForbidden):
 		return Entry{}, false, Errorf(CodeForbidden, ErrPriorityCodeInvalid)
+	case string(CodeChallengeFailed):
+		return Entry{}, false, Errorf(CodeChallengeFailed,
+			"event %q asks for proof of work: join with a challenge from GET /api/v1/events/%s/challenge and its solution", eventID, eventID)
 	case string(CodeDeviceBusy):
 		return Entry{}, false, Errorf(CodeDeviceBusy, "this device already holds a place in event %q", eventID)
 	case string(CodeUnavailable):
@@ -831,6 +853,11 @@ func (e *Engine) tickStep(ctx context.Context, eventID, replica string, lease ti
 			Room: int(toInt(r[4])), Load: load}, int(toInt(r[6])), nil
 	case "WAIT":
 		return TickResult{Leader: true, Next: ms(1)}, 0, nil
+	case "DRAW":
+		if _, err := e.Draw(ctx, eventID); err != nil {
+			return TickResult{Leader: true}, 0, err
+		}
+		return e.tickStep(ctx, eventID, replica, lease)
 	case "PAUSED":
 		return TickResult{Leader: true, Paused: true, Next: ms(1)}, 0, nil
 	case "FOLLOWER":

@@ -19,7 +19,7 @@ import (
 var luaJoinOne string
 
 // joinArgs is one join's ARGV past NOW and MAXLEN.
-type joinArgs struct{ user, code, force, dev string }
+type joinArgs struct{ user, code, force, dev, proven string }
 
 // TestJoinBatchMatchesOneByOne holds join.lua's batches to the one-join
 // script they replaced (testdata/join_one.lua): two identical events, one
@@ -28,7 +28,10 @@ type joinArgs struct{ user, code, force, dev string }
 // active set, counters, grants, device bindings and records. The runs mix
 // repeated users, shared devices, priority codes good and bad, forced
 // priority, direct admissions up to the capacity, expired windows, the
-// reserved seq and admission caps, every policy and paused events.
+// reserved seq and admission caps, every policy and paused events, and every
+// queue mode: closed, passthrough, random_start before its opening (joins
+// pre-queue) and after it (the first join begins the draw), with and
+// without a proof-of-work challenge.
 func TestJoinBatchMatchesOneByOne(t *testing.T) {
 	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
 	ctx := context.Background()
@@ -36,16 +39,28 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 	eng := New(rdb, []byte("test-token-key"), WithBatching(Batching{}))
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).UnixMilli()
 	policies := []Policy{PolicyCapacity, PolicyCapacity, PolicyBatch, PolicyAdaptive}
+	answers := map[string]int{} // how often each answer came, over all trials
 	pool := []string{"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7", "pre0", "pre1", "pre2", "g1", "VIRTUAL:b"}
-	for trial := range 60 {
+	for trial := range 120 {
 		rng := rand.New(rand.NewPCG(uint64(trial), 15))
 		ev := Event{Seats: 10, Capacity: 1 + rng.IntN(4), AdmitBatch: 1 + rng.IntN(4), AdmitIntervalMS: 100,
 			ActiveTTLS: 60, Policy: policies[rng.IntN(len(policies))], MaxTPS: 10, PriorityShare: 0.3,
 			Paused: rng.IntN(5) == 0}
+		modes := []QueueMode{ModeFIFO, ModeFIFO, ModeClosed, ModePassthrough, ModeRandomStart}
+		if ev.QueueMode = modes[rng.IntN(len(modes))]; ev.QueueMode == ModeRandomStart {
+			// The pre-queue opens an hour before t0, or 10 s after it (a
+			// join at t0 is then too early even for the pre-queue).
+			pre := time.UnixMilli(t0).Add([]time.Duration{-time.Hour, 10 * time.Second}[rng.IntN(2)])
+			opens := time.UnixMilli(t0).Add(30 * time.Second)
+			ev.PrequeueOpensAt, ev.OpensAt = &pre, &opens
+		}
+		if rng.IntN(3) == 0 {
+			ev.Challenge, ev.PowBits = ChallengePow, 8
+		}
 		inc := Incarnation{Mark: "m", SeqCap: int64(6 + rng.IntN(20)), AdmitCap: int64(1 + rng.IntN(6))}
 		pre := make([]joinArgs, rng.IntN(4))
 		for i := range pre {
-			pre[i] = joinArgs{user: fmt.Sprintf("pre%d", i), dev: []string{"", "d0"}[rng.IntN(2)]}
+			pre[i] = joinArgs{user: fmt.Sprintf("pre%d", i), dev: []string{"", "d0"}[rng.IntN(2)], proven: "1"}
 		}
 		// Some trials come back after the pre-joined windows ran out.
 		now := t0 + int64(rng.IntN(2))*61_000
@@ -61,9 +76,13 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 			if rng.IntN(3) == 0 {
 				j.dev = fmt.Sprintf("d%d", rng.IntN(3))
 			}
+			if rng.IntN(4) != 0 {
+				j.proven = "1"
+			}
 			joins[i] = j
 		}
-		name := fmt.Sprintf("trial %d: %d joins, %s, cap %d/%d", trial, len(joins), ev.Policy, inc.SeqCap, inc.AdmitCap)
+		name := fmt.Sprintf("trial %d: %d joins, %s, %s, %s, cap %d/%d", trial, len(joins), ev.Policy, ev.QueueMode,
+			ev.Challenge, inc.SeqCap, inc.AdmitCap)
 		t.Run(name, func(t *testing.T) {
 			ids := [2]string{fmt.Sprintf("b%d", trial), fmt.Sprintf("s%d", trial)}
 			for _, id := range ids {
@@ -80,7 +99,7 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 			}
 			args := []any{now, DefaultStreamMaxLen}
 			for _, j := range joins {
-				args = append(args, j.user, j.code, j.force, j.dev)
+				args = append(args, j.user, j.code, j.force, j.dev, j.proven)
 			}
 			batch, err := scriptJoin.Run(ctx, rdb, scriptJoin.keysOf(ids[0]), args...).Slice()
 			if err != nil {
@@ -92,7 +111,12 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 			for i, j := range joins {
 				want := fmt.Sprint(mustJoinOne(t, rdb, one, ids[1], now, j))
 				got := append(slices.Clone(batch[i*joinWidth:(i+1)*joinWidth]), batch[len(batch)-joinShared:]...)
-				if code := got[0].(string); code != "NEW" && code != "EXISTS" {
+				answers[got[0].(string)]++
+				switch got[0].(string) {
+				case "NEW", "EXISTS":
+				case "PREQUEUED":
+					got = got[:3] // whether new, and the pre-queue's length
+				default:
 					got = got[:1] // an error's padding is no answer
 				}
 				if fmt.Sprint(got) != want {
@@ -118,13 +142,19 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 			}
 		})
 	}
+	// The runs reach every kind of answer the modes bring.
+	for _, a := range []string{"NEW", "EXISTS", "PREQUEUED", "EVENT_CLOSED", "EVENT_NOT_OPEN", "CHALLENGE_FAILED", "DEVICE_BUSY"} {
+		if answers[a] == 0 {
+			t.Errorf("no join answered %s: the trials miss a case (answers %v)", a, answers)
+		}
+	}
 }
 
 // mustJoinOne runs one join through the one-join script at now.
 func mustJoinOne(t *testing.T, rdb redis.UniversalClient, one *luaScript, id string, now int64, j joinArgs) []any {
 	t.Helper()
 	r, err := one.Run(context.Background(), rdb, one.keysOf(id), now, DefaultStreamMaxLen, j.user, j.code, j.force,
-		j.dev).Slice()
+		j.dev, j.proven).Slice()
 	if err != nil {
 		t.Fatalf("join %+v: %v", j, err)
 	}
@@ -138,7 +168,7 @@ func dumpEvent(t *testing.T, rdb redis.UniversalClient, id string) string {
 	var b strings.Builder
 	seq, _ := rdb.Get(ctx, key(id, keySeq)).Result()
 	fmt.Fprintf(&b, "seq %s\n", seq)
-	for _, k := range []int{keyWaiting, keyPriority, keyActive} {
+	for _, k := range []int{keyWaiting, keyPriority, keyActive, keyPrequeue} {
 		zs, err := rdb.ZRangeWithScores(ctx, key(id, k), 0, -1).Result()
 		if err != nil {
 			t.Fatal(err)

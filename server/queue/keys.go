@@ -24,15 +24,16 @@ const (
 	keyGrants
 	keyDevices
 	keyHolds
+	keyPrequeue
 	numKeys
 )
 
 var (
 	// keyNames end each key's name; the scripts' KEYS headers use them too.
-	keyNames = [numKeys]string{"cfg", "seq", "w", "a", "as", "f", "n", "st", "s", "lease", "p", "pg", "dv", "hd"}
+	keyNames = [numKeys]string{"cfg", "seq", "w", "a", "as", "f", "n", "st", "s", "lease", "p", "pg", "dv", "hd", "pq"}
 	// keyVars are the Lua locals lib.lua and the scripts know the keys by.
 	keyVars = [numKeys]string{"K_CFG", "K_SEQ", "K_W", "K_A", "K_AS", "K_F", "K_N", "K_ST", "K_S", "K_LEASE",
-		"K_P", "K_PG", "K_DV", "K_HD"}
+		"K_P", "K_PG", "K_DV", "K_HD", "K_PQ"}
 )
 
 // Every key of an event is keyOpen + id + keyClose + its name. The hash tag
@@ -90,7 +91,7 @@ func prelude(body string) (string, []int) {
 	for i, k := range keys {
 		vals[k] = fmt.Sprintf("KEYS[%d]", i+1)
 	}
-	return "local " + strings.Join(keyVars[:], ", ") + " = " + strings.Join(vals[:], ", ") + "\n" + luaLib, keys
+	return "local " + strings.Join(keyVars[:], ", ") + " = " + strings.Join(vals[:], ", ") + "\n" + luaLib + luaFairLib, keys
 }
 
 // headerKeys reads the KEYS header line of a script body.

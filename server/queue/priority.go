@@ -42,6 +42,7 @@ func (ev *Event) normalize() {
 	if ev.PriorityShare == 0 {
 		ev.PriorityShare = DefaultPriorityShare
 	}
+	ev.normalizeFair()
 }
 
 // SharePPM is share (0..1) in parts per million, the integer form the
@@ -112,6 +113,10 @@ type JoinOptions struct {
 	// Device, when set, binds the attempt to a device: one device holds at
 	// most one live attempt per event (CodeDeviceBusy otherwise).
 	Device string
+	// Proven says the join passed the event's proof-of-work challenge
+	// (CheckChallenge) or needs none (the simulator's); without it an event
+	// asking for one refuses a new join with CodeChallengeFailed.
+	Proven bool
 }
 
 // GrantKind tells a user grant from a code.

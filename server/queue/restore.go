@@ -89,7 +89,11 @@ func (e *Engine) RestoreLeased(ctx context.Context, l *RestoreLease, snap Snapsh
 	maxSeq, admitted := snap.MaxSeq, snap.Admitted
 	counts := map[Status]int64{}
 	letters := make([]string, len(snap.Attempts))
+	drawCounters, drawn := prequeueState(snap.Attempts)
 	for i, a := range snap.Attempts {
+		if a.Status == StatusPrequeued && drawn[a.UserID] {
+			continue // the draw put the user in line: that attempt is restored instead
+		}
 		letter, err := restoreLetter(a.Status)
 		if err != nil {
 			return Errorf(CodeBadRequest, "restore %s seq %d: %v", id, a.Seq, err)
@@ -126,6 +130,9 @@ func (e *Engine) RestoreLeased(ctx context.Context, l *RestoreLease, snap Snapsh
 		return nil
 	}
 	for i, a := range snap.Attempts {
+		if letters[i] == "" {
+			continue
+		}
 		args = append(args, letters[i], a.Seq, a.UserID, a.ExpiresAt.UnixMilli(), a.AdmittedAt.UnixMilli(), a.AdmissionNo, laneArg(a.Lane))
 		if (i+1)%e.chunk == 0 {
 			if err := flush("entries"); err != nil {
@@ -147,9 +154,16 @@ func (e *Engine) RestoreLeased(ctx context.Context, l *RestoreLease, snap Snapsh
 	if err := flush("seats"); err != nil {
 		return err
 	}
-	// joined counts every attempt, whatever became of it.
-	args = append(args, "joined", len(snap.Attempts), "admitted", admitted,
+	// joined counts every attempt with a place in line, whatever became of it.
+	joined := len(snap.Attempts)
+	for _, a := range snap.Attempts {
+		if a.Status == StatusPrequeued {
+			joined--
+		}
+	}
+	args = append(args, "joined", joined, "admitted", admitted,
 		"left", counts[StatusLeft], "expired", counts[StatusExpired], "done", counts[StatusDone])
+	args = append(args, drawCounters...)
 	if err := flush("counters"); err != nil {
 		return err
 	}
@@ -160,6 +174,38 @@ func (e *Engine) RestoreLeased(ctx context.Context, l *RestoreLease, snap Snapsh
 		return err
 	}
 	return e.putEvent(ctx, snap.Event, "restore", snap.Incarnation)
+}
+
+// prequeueState returns what a restore puts back of a random_start event's
+// pre-queue (fair_lib.lua): the counters (the pre-queue's numbering, and,
+// when every pre-queued user has been put in line, the finished draw), and
+// the users the draw has put in line (they hold an attempt with a seq).
+func prequeueState(attempts []RestoredAttempt) ([]any, map[string]bool) {
+	var pre []RestoredAttempt
+	placed := map[string]bool{}
+	for _, a := range attempts {
+		if a.Status == StatusPrequeued {
+			pre = append(pre, a)
+		} else {
+			placed[a.UserID] = true
+		}
+	}
+	if len(pre) == 0 {
+		return nil, nil
+	}
+	drawn := map[string]bool{}
+	number := int64(0)
+	for _, a := range pre {
+		number = max(number, -a.Seq)
+		if placed[a.UserID] {
+			drawn[a.UserID] = true
+		}
+	}
+	counters := []any{"prequeued", number}
+	if len(drawn) == len(pre) {
+		counters = append(counters, "draw", "done", "draw_n", len(pre))
+	}
+	return counters, drawn
 }
 
 // DefaultRestoreLease is how long a restore lease lasts without renewal: a
@@ -265,6 +311,8 @@ func restoreLetter(s Status) (string, error) {
 		return "D", nil
 	case StatusLeft:
 		return "L", nil
+	case StatusPrequeued:
+		return "Q", nil
 	}
 	return "", fmt.Errorf("unknown status %q", s)
 }

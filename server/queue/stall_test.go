@@ -38,6 +38,10 @@ type stallCheck struct {
 	// of them held a CPU in Redis, for the log.
 	calls   int
 	longest time.Duration
+	// lenient (for benchmarks) counts and logs the commands over the limit
+	// in over instead of failing.
+	lenient bool
+	over    int
 }
 
 // mustStallCheck starts checking every command sent through rdb to the
@@ -100,7 +104,12 @@ func (c *stallCheck) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		for _, s := range slow {
 			if s.Duration-(wait1-wait0) > stallLimit && run1-run0 > stallLimit {
-				c.tb.Errorf("%s held Redis %v (%v of it on a CPU): %.80q", s.Args[0], s.Duration, run1-run0,
+				report := c.tb.Errorf
+				if c.lenient {
+					c.over++
+					report = c.tb.Logf
+				}
+				report("%s held Redis %v (%v of it on a CPU): %.80q", s.Args[0], s.Duration, run1-run0,
 					strings.Join(s.Args, " "))
 			}
 		}

@@ -84,6 +84,18 @@ type Event struct {
 	// Practice marks a private practice race (server/practice): only its
 	// creator may join it as ACTUAL.
 	Practice bool `json:"practice,omitempty"`
+	// QueueMode (ModeFIFO when not given) and, for ModeRandomStart,
+	// PrequeueOpensAt: from then until OpensAt joins are pre-queued.
+	QueueMode       QueueMode  `json:"queue_mode"`
+	PrequeueOpensAt *time.Time `json:"prequeue_opens_at,omitempty"`
+	// DrawCommitment is the hex SHA-256 of DrawSeed, published from
+	// creation; the seed itself is secret until OpensAt (Engine.Draw).
+	DrawCommitment string `json:"draw_commitment,omitempty"`
+	DrawSeed       string `json:"-"`
+	// Challenge (ChallengeNone when not given) and, for ChallengePow, the
+	// leading zero bits a solution must give.
+	Challenge Challenge `json:"challenge"`
+	PowBits   int       `json:"pow_bits,omitempty"`
 }
 
 // Incarnation ties one incarnation of an event's Redis state to SQL, which
@@ -106,6 +118,10 @@ type Stats struct {
 	AdmittedTotal int64 `json:"admitted_total"`
 	Sold          int64 `json:"sold"`
 	SeatsLeft     int64 `json:"seats_left"`
+	// Joined counts every join that took a place in line; Expired every
+	// admitted attempt whose window ran out unused (a no-show).
+	Joined  int64 `json:"joined"`
+	Expired int64 `json:"expired"`
 }
 
 // RecordKind names an entry in an event's stream.

@@ -78,6 +78,9 @@ func (ev Event) Validate(now time.Time) error {
 	if ev.Policy == PolicyAdaptive && ev.MaxTPS < 1 {
 		return Errorf(CodeBadRequest, "policy adaptive needs max_tps >= 1")
 	}
+	if err := ev.validateFair(); err != nil {
+		return err
+	}
 	if ev.ClosesAt != nil {
 		if ev.OpensAt != nil && !ev.ClosesAt.After(*ev.OpensAt) {
 			return Errorf(CodeBadRequest, "closes_at must be after opens_at")

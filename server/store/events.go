@@ -89,6 +89,11 @@ func updateEvent(db *gorm.DB, ev queue.Event) error {
 		"opens_at":          row.OpensAt,
 		"closes_at":         row.ClosesAt,
 		"paused":            row.Paused,
+		"queue_mode":        row.QueueMode,
+		"prequeue_opens_at": row.PrequeueOpensAt,
+		"draw_seed":         row.DrawSeed,
+		"challenge":         row.Challenge,
+		"pow_bits":          row.PowBits,
 		"updated_at":        now(),
 	})
 	if res.Error != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rushline/rushline/internal/fair"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/store"
 	"github.com/rushline/rushline/server/store/storetest"
@@ -32,8 +33,18 @@ func testEvent(id string, createdAt time.Time) queue.Event {
 		PriorityShare:   queue.DefaultPriorityShare, // 0 would read back as the column default
 		OpensAt:         tp(t0.Add(time.Hour)),
 		CreatedAt:       createdAt,
+		// Zero values would read back as the column defaults.
+		QueueMode:       queue.ModeRandomStart,
+		PrequeueOpensAt: tp(t0.Add(time.Minute)),
+		DrawSeed:        seed,
+		DrawCommitment:  fair.DrawCommitment(seed),
+		Challenge:       queue.ChallengePow,
+		PowBits:         18,
 	}
 }
+
+// seed is a fixed draw seed.
+const seed = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 
 func mustEqualEvent(t *testing.T, got, want queue.Event) {
 	t.Helper()

@@ -3,6 +3,7 @@ package store
 import (
 	"time"
 
+	"github.com/rushline/rushline/internal/fair"
 	"github.com/rushline/rushline/server/queue"
 )
 
@@ -34,6 +35,13 @@ type EventRow struct {
 	// stamped before it that reaches SQL after it came from the lost state
 	// and missed the rebuild (see WriteRecords).
 	FenceMS int64 `gorm:"column:fence_ms;not null;default:0"`
+	// The opening order and bot defence (queue.Event's fields of the same
+	// names); DrawSeed is the secret the draw at opens_at reveals.
+	QueueMode       queue.QueueMode `gorm:"column:queue_mode;not null;default:'fifo'"`
+	PrequeueOpensAt *time.Time      `gorm:"column:prequeue_opens_at"`
+	DrawSeed        string          `gorm:"column:draw_seed;not null;default:''"`
+	Challenge       queue.Challenge `gorm:"column:challenge;not null;default:'none'"`
+	PowBits         int             `gorm:"column:pow_bits;not null;default:0"`
 }
 
 // TableName implements gorm's schema.Tabler.
@@ -56,12 +64,17 @@ func eventRow(ev queue.Event) EventRow {
 		Paused:          ev.Paused,
 		Practice:        ev.Practice,
 		CreatedAt:       utc(ev.CreatedAt),
+		QueueMode:       ev.QueueMode,
+		PrequeueOpensAt: utcPtr(ev.PrequeueOpensAt),
+		DrawSeed:        ev.DrawSeed,
+		Challenge:       ev.Challenge,
+		PowBits:         ev.PowBits,
 	}
 }
 
 // Event returns the row as a queue.Event, times in UTC.
 func (r EventRow) Event() queue.Event {
-	return queue.Event{
+	ev := queue.Event{
 		ID:              r.ID,
 		Name:            r.Name,
 		Seats:           r.Seats,
@@ -77,7 +90,16 @@ func (r EventRow) Event() queue.Event {
 		Paused:          r.Paused,
 		Practice:        r.Practice,
 		CreatedAt:       r.CreatedAt.UTC(),
+		QueueMode:       r.QueueMode,
+		PrequeueOpensAt: utcPtr(r.PrequeueOpensAt),
+		DrawSeed:        r.DrawSeed,
+		Challenge:       r.Challenge,
+		PowBits:         r.PowBits,
 	}
+	if r.DrawSeed != "" {
+		ev.DrawCommitment = fair.DrawCommitment(r.DrawSeed)
+	}
+	return ev
 }
 
 // Entry is a row of the entries table: the latest known state of one queue

@@ -34,15 +34,18 @@ func statusOf(k queue.RecordKind) (queue.Status, bool) {
 		return queue.StatusLeft, true
 	case queue.RecordDone:
 		return queue.StatusDone, true
+	case queue.RecordPrequeued:
+		return queue.StatusPrequeued, true
 	}
 	return "", false
 }
 
 // stage is a status's place in a token's life cycle, which only moves
-// forward: WAITING, then ACTIVE, then one finished state.
+// forward: WAITING, then ACTIVE, then one finished state. A pre-queue
+// attempt (its own negative seq) stays PREQUEUED.
 func stage(s queue.Status) int {
 	switch s {
-	case queue.StatusWaiting:
+	case queue.StatusWaiting, queue.StatusPrequeued:
 		return 0
 	case queue.StatusActive:
 		return 1
@@ -61,7 +64,7 @@ func supersedes(s queue.Status, at time.Time, cur queue.Status, curAt time.Time)
 	return at.After(curAt)
 }
 
-const stageSQL = "(CASE %s.status WHEN 'WAITING' THEN 0 WHEN 'ACTIVE' THEN 1 ELSE 2 END)"
+const stageSQL = "(CASE %s.status WHEN 'WAITING' THEN 0 WHEN 'PREQUEUED' THEN 0 WHEN 'ACTIVE' THEN 1 ELSE 2 END)"
 
 // entryWins is true in an entries upsert when the incoming row (excluded)
 // supersedes the stored one. Both dialects compare the timestamps correctly:
@@ -610,4 +613,25 @@ func (c *stmtCache) close() error {
 		delete(c.m, k)
 	}
 	return errors.Join(errs...)
+}
+
+// RecentAdmissions returns up to limit of eventID's admitted attempts with an
+// admission number below before (any, when before is 0), newest first, as
+// admitted records: the admissions the live stream no longer holds once the
+// audit writer has trimmed it.
+func (s *Store) RecentAdmissions(ctx context.Context, eventID string, before int64, limit int) ([]queue.Record, error) {
+	q := s.db.WithContext(ctx).Where("event_id = ? AND admission_no > 0 AND admitted_at IS NOT NULL", eventID)
+	if before > 0 {
+		q = q.Where("admission_no < ?", before)
+	}
+	var rows []Entry
+	if err := q.Order("admission_no DESC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, unavailable("admissions of "+eventID, err)
+	}
+	out := make([]queue.Record, len(rows))
+	for i, r := range rows {
+		out[i] = queue.Record{Kind: queue.RecordAdmitted, EventID: eventID, Seq: r.Seq, UserID: r.UserID,
+			At: r.AdmittedAt.UTC(), AdmissionNo: r.AdmissionNo, Lane: r.Lane}
+	}
+	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rushline/rushline/internal/ctxsleep"
+	"github.com/rushline/rushline/internal/fair"
 	"github.com/rushline/rushline/simulator/report"
 	"github.com/rushline/rushline/simulator/scenario"
 	"github.com/rushline/rushline/simulator/sse"
@@ -69,8 +70,14 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase, planned ti
 	}
 
 	var en entry
-	err := r.api.do(ctx, "join", "POST", "/api/v1/events/"+r.event.ID+"/queue", r.api.sim(),
-		map[string]string{"user_type": "VIRTUAL", "bot_id": b.ID}, &en)
+	body := map[string]string{"user_type": "VIRTUAL", "bot_id": b.ID}
+	if r.event.Challenge == "pow" {
+		if err := r.proveWork(ctx, body); err != nil {
+			fail(err)
+			return
+		}
+	}
+	err := r.api.do(ctx, "join", "POST", "/api/v1/events/"+r.event.ID+"/queue", r.api.sim(), body, &en)
 	if err != nil {
 		fail(err)
 		return
@@ -125,6 +132,26 @@ func (r *run) bot(ctx context.Context, index int, ph *scenario.Phase, planned ti
 		_ = r.api.do(lctx, "leave", "DELETE", "/api/v1/events/"+r.event.ID+"/queue/"+en.Token, r.api.sim(), nil, nil)
 	}
 	return // the deferred record sets outcome
+}
+
+// proveWork fetches the event's proof-of-work challenge and solves it as a
+// person's browser would, adding both to the join body: what the challenge
+// costs a bot farm shows in the bots' join times (the simulator key would
+// let them skip it).
+func (r *run) proveWork(ctx context.Context, body map[string]string) error {
+	var c struct {
+		Challenge string `json:"challenge"`
+		Bits      int    `json:"bits"`
+	}
+	if err := r.api.do(ctx, "challenge", "GET", "/api/v1/events/"+r.event.ID+"/challenge", nil, nil, &c); err != nil {
+		return err
+	}
+	solution, _, err := fair.SolvePow(ctx, c.Challenge, c.Bits)
+	if err != nil {
+		return err
+	}
+	body["challenge"], body["solution"] = c.Challenge, solution
+	return nil
 }
 
 // wait waits for admission the bot's way: polling, or on a stream.

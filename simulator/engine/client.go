@@ -156,6 +156,9 @@ type event struct {
 	Seats   int                `json:"seats"`
 	OpensAt *time.Time         `json:"opens_at"`
 	Stats   *report.EventStats `json:"stats"`
+	// Challenge "pow" asks each join for a proof of work of PowBits.
+	Challenge string `json:"challenge"`
+	PowBits   int    `json:"pow_bits"`
 }
 
 // entry is a join or status answer.

@@ -279,12 +279,13 @@ function updateJoinState() {
   const join = $('join');
   const hint = $('event-hint');
   const ev = events.byId.get(sel.value);
-  const live = ticketIsLive();
+  const live = ticketIsLive() || !!prequeue.eventId;
   sel.disabled = !events.loaded || events.list.length === 0 || live;
   join.disabled = !s || !ev || live || joining;
   $('step-join').dataset.done = String(live);
   let text;
   if (!s) text = 'Start a session first.';
+  else if (prequeue.eventId) text = 'You hold a pre-queue place: your place in line comes from the draw at the opening.';
   else if (live) text = `You are in line for ${ticket.eventName}. Leave it to join another event.`;
   else if (!events.loaded) text = 'Loading events…';
   else if (!ev) text = 'No event to join yet: an operator can create one in the Dashboard.';
@@ -294,6 +295,7 @@ function updateJoinState() {
     const state = eventState(ev);
     if (state.key === 'soon') bits.push(`The line opens ${fmtTime(ev.opens_at)}.`);
     else if (state.key === 'closed') bits.push('The line has closed.');
+    else if (state.key === 'nojoin') bits.push('The line takes no new joins for now; whoever waits keeps their place.');
     else if (state.key === 'soldout') bits.push('Sold out.');
     else if (state.key === 'paused') bits.push('Admission is paused: you can queue, but nobody is let in until it resumes.');
     if (typeof st.seats_left === 'number') bits.push(`${fmtNum(st.seats_left)} of ${fmtNum(ev.seats)} seats left, ${fmtNum(st.waiting)} waiting.`);
@@ -324,10 +326,14 @@ async function join(eventId) {
   const label = $('join').textContent;
   setText($('join'), 'Joining…');
   try {
-    const r = await api('POST', `/events/${enc(eventId)}/queue`, { body: { user_type: 'ACTUAL' }, bearer: bearer() });
+    const body = { user_type: 'ACTUAL' };
+    const ev = events.byId.get(eventId);
+    if (ev && ev.challenge === 'pow') Object.assign(body, await proveWork(eventId));
+    const r = await api('POST', `/events/${enc(eventId)}/queue`, { body, bearer: bearer() });
     hideAlert(alertBox);
     store.set('event', eventId);
-    startTicket(eventId, r.token, r, true);
+    if (r.status === 'PREQUEUED') startPrequeue(eventId);
+    else startTicket(eventId, r.token, r, true);
   } catch (err) {
     if (err.code === 'UNAUTHENTICATED') {
       store.del('session');
@@ -343,6 +349,92 @@ async function join(eventId) {
     setText($('join'), label);
     btns.forEach((b) => { b.disabled = false; });
     updateJoinState();
+  }
+}
+
+// ---------- proof of work (events with challenge: pow) ----------
+
+// proveWork fetches the event's challenge and solves it in a Web Worker
+// (pow-worker.js), showing its progress; it returns the join's challenge
+// and solution.
+async function proveWork(eventId) {
+  const c = await api('GET', `/events/${enc(eventId)}/challenge`);
+  const box = $('pow');
+  const bar = $('pow-progress');
+  const expected = 2 ** c.bits;
+  box.hidden = false;
+  bar.value = 0;
+  setText($('pow-text'), 'Checking you\'re not a bot… 0%');
+  try {
+    const solution = await new Promise((resolve, reject) => {
+      const w = new Worker('/pow-worker.js');
+      w.onmessage = (e) => {
+        // The chance of having found a solution by now, as the progress.
+        const pct = Math.min(99, Math.floor(100 * (1 - Math.exp(-e.data.tried / expected))));
+        if (e.data.solution === undefined) {
+          bar.value = pct;
+          setText($('pow-text'), `Checking you're not a bot… ${pct}%`);
+          return;
+        }
+        w.terminate();
+        resolve(e.data.solution);
+      };
+      w.onerror = (e) => { w.terminate(); reject(new Error(e.message || 'the proof-of-work worker failed')); };
+      w.postMessage({ challenge: c.challenge, bits: c.bits });
+    });
+    bar.value = 100;
+    setText($('pow-text'), 'Checked: you\'re in.');
+    return { challenge: c.challenge, solution };
+  } finally {
+    setTimeout(() => { box.hidden = true; }, 1500);
+  }
+}
+
+// ---------- the pre-queue (random_start events before their opening) ----------
+
+const prequeue = { eventId: '', timer: 0 };
+
+// startPrequeue shows that the user holds a pre-queue place and joins again
+// from the opening, when the draw gives the place, until it does.
+function startPrequeue(eventId) {
+  clearTimeout(prequeue.timer);
+  prequeue.eventId = eventId;
+  store.set('prequeue', eventId);
+  const ev = events.byId.get(eventId);
+  const opens = ev && ev.opens_at ? new Date(ev.opens_at) : null;
+  setText($('prequeue-event'), ev ? ev.name || ev.id : eventId);
+  setText($('prequeue-text'), opens
+    ? `You're in; the order is drawn at ${opens.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' })}.`
+    : 'You\'re in; the order is drawn at the opening.');
+  setText($('prequeue-note'), 'Everyone here before the opening gets a place in a random order that anyone can check; keep this tab open.');
+  $('prequeue').hidden = false;
+  updateJoinState();
+  const wait = opens ? Math.max(1000, opens - Date.now() + 500 + Math.random() * 1500) : 2000;
+  prequeue.timer = setTimeout(() => rejoinPrequeued(eventId), wait);
+}
+
+function stopPrequeue() {
+  clearTimeout(prequeue.timer);
+  prequeue.eventId = '';
+  store.del('prequeue');
+  $('prequeue').hidden = true;
+}
+
+// rejoinPrequeued asks for the place again (a pre-queued user needs no new
+// challenge): PREQUEUED while the draw runs, the place once it is done.
+async function rejoinPrequeued(eventId) {
+  if (prequeue.eventId !== eventId) return;
+  try {
+    const r = await api('POST', `/events/${enc(eventId)}/queue`, { body: { user_type: 'ACTUAL' }, bearer: bearer() });
+    if (r.status === 'PREQUEUED') {
+      prequeue.timer = setTimeout(() => rejoinPrequeued(eventId), 2000);
+      return;
+    }
+    stopPrequeue();
+    startTicket(eventId, r.token, r, true);
+  } catch (err) {
+    showConnNote(friendly(err, 'join'));
+    prequeue.timer = setTimeout(() => rejoinPrequeued(eventId), err.retryAfter ? err.retryAfter * 1000 : 3000);
   }
 }
 
@@ -1000,6 +1092,9 @@ if (kept && kept.event_id && kept.token && session()) {
 }
 
 refreshEvents().then(() => {
+  // Resume a pre-queue place kept in this tab.
+  const pre = store.get('prequeue');
+  if (pre && !ticket.token && session()) startPrequeue(pre);
   if (ticket.token) {
     const ev = events.byId.get(ticket.eventId);
     if (ev) {

@@ -106,6 +106,8 @@ function renderEvents() {
     setText(c[5], `${fmtNum(st.sold)} / ${fmtNum(ev.seats)}`);
     setText(c[6], fmtNum(st.seats_left));
     const toggle = c[7].firstChild.lastChild;
+    // Nothing to pause once the seats are gone or the line has closed.
+    toggle.hidden = state.key === 'soldout' || state.key === 'closed';
     toggle.dataset.paused = String(!!ev.paused);
     toggle.className = ev.paused ? 'btn small' : 'btn danger small';
     setText(toggle, ev.paused ? 'Resume' : 'Pause');
@@ -173,11 +175,15 @@ function renderDetail(ev) {
   const state = eventState(ev);
   $('d-state').dataset.state = state.key;
   setText($('d-state'), state.label);
+  const extra = [];
+  if (ev.queue_mode && ev.queue_mode !== 'fifo') extra.push(`mode ${ev.queue_mode.replace('_', ' ')}`);
+  if (ev.challenge === 'pow') extra.push(`proof of work ${ev.pow_bits} bits`);
   setText($('d-policy'), `Policy ${ev.policy} · capacity ${fmtNum(ev.capacity)} · ${fmtNum(ev.admit_batch)} per ` +
     `${fmtNum(ev.admit_interval_ms)} ms · active TTL ${fmtNum(ev.active_ttl_s)} s · ${fmtNum(ev.seats)} seats` +
-    (ev.practice ? ' · practice race' : ''));
-  $('d-pause').hidden = !!ev.paused;
-  $('d-resume').hidden = !ev.paused;
+    (ev.practice ? ' · practice race' : '') + extra.map((x) => ' · ' + x).join(''));
+  const over = state.key === 'soldout' || state.key === 'closed';
+  $('d-pause').hidden = !!ev.paused || over;
+  $('d-resume').hidden = !ev.paused || over;
   if (current.filled !== ev.id) {
     current.filled = ev.id;
     $('d-p-capacity').value = ev.capacity;
@@ -186,8 +192,36 @@ function renderDetail(ev) {
     $('d-p-ttl').value = ev.active_ttl_s;
     $('d-p-policy').value = ev.policy;
     $('d-p-max-tps').value = ev.max_tps || 0;
+    $('d-p-mode').value = ev.queue_mode || 'fifo';
+    $('d-p-challenge').value = ev.challenge || 'none';
+    $('d-p-pow-bits').value = ev.pow_bits || 20;
     current.event = ev;
   }
+}
+
+// RATE_WINDOW is the span (s) the per-minute rates are measured over.
+const RATE_WINDOW = 60;
+
+// perMinute turns running totals sampled at times t (s) into per-minute
+// rates over the last RATE_WINDOW seconds at each sample (null until 5 s of
+// samples exist).
+function perMinute(t, totals) {
+  const out = totals.map(() => new Array(t.length).fill(null));
+  let j = 0;
+  for (let i = 0; i < t.length; i++) {
+    while (t[i] - t[j] > RATE_WINDOW) j++;
+    const span = t[i] - t[j];
+    if (span < 5) continue;
+    totals.forEach((x, k) => { out[k][i] = Math.max(0, Math.round((x[i] - x[j]) * 60 / span)); });
+  }
+  return out;
+}
+
+function renderRates(r) {
+  const last = (a) => a[a.length - 1];
+  setText($('d-inflow'), last(r[0]) === null || last(r[0]) === undefined ? '—' : fmtNum(last(r[0])));
+  setText($('d-outflow'), last(r[1]) === null || last(r[1]) === undefined ? '—' : fmtNum(last(r[1])));
+  setText($('d-noshows'), last(r[2]) === null || last(r[2]) === undefined ? '—' : fmtNum(last(r[2])));
 }
 
 function renderStats(s) {
@@ -211,17 +245,23 @@ async function watch(id) {
   }
   if (stopped) return;
 
-  const data = [[], [], [], [], []];
+  // time, waiting, active, admitted, sold, joined, expired
+  const data = [[], [], [], [], [], [], []];
   const boxQ = $('d-chart-queue');
   const boxF = $('d-chart-flow');
+  const boxR = $('d-chart-rates');
   boxQ.replaceChildren();
   boxF.replaceChildren();
+  boxR.replaceChildren();
   let uq = null;
   let uf = null;
+  let ur = null;
   if (chartsReady()) {
     uq = chart(boxQ, [{ label: 'Waiting' }, { label: 'Active' }], [[], [], []], { xTime: true, height: 220 });
     uf = chart(boxF, [{ label: 'Admitted' }, { label: 'Sold' }], [[], [], []], { xTime: true, height: 220 });
-    stops.push(() => { uq.destroy(); uf.destroy(); });
+    ur = chart(boxR, [{ label: 'Joined/min' }, { label: 'Admitted/min' }, { label: 'No-shows/min' }],
+      [[], [], [], []], { xTime: true, height: 220 });
+    stops.push(() => { uq.destroy(); uf.destroy(); ur.destroy(); });
   }
   let latest = null;
   const add = (s) => {
@@ -234,10 +274,15 @@ async function watch(id) {
     data[2].push(s.active);
     data[3].push(s.admitted_total);
     data[4].push(s.sold);
+    data[5].push(s.joined || 0);
+    data[6].push(s.expired || 0);
     if (data[0].length > CHART_POINTS) data.forEach((a) => a.shift());
     renderStats(s);
     if (uq) uq.setData([data[0], data[1], data[2]]);
     if (uf) uf.setData([data[0], data[3], data[4]]);
+    const r = perMinute(data[0], [data[5], data[3], data[6]]);
+    renderRates(r);
+    if (ur) ur.setData([data[0], ...r]);
   };
 
   // A quiet stream still moves the time axis on: repeat the last figures each second.
@@ -280,6 +325,7 @@ async function watch(id) {
         const r = await api('GET', `/admin/events/${enc(id)}/admissions?limit=50`, { admin: adminKey() });
         const list = Array.isArray(r && r.admissions) ? r.admissions : [];
         $('d-admissions-empty').hidden = list.length > 0;
+        setText($('d-admissions-empty'), 'Nobody admitted yet.');
         tbody.replaceChildren(...list.map((a) => el('tr', null, [
           el('td', { class: 'num', text: fmtNum(a.admission_no) }),
           el('td', { class: 'mono', text: a.user_id }),
@@ -299,7 +345,98 @@ async function watch(id) {
     if (!stopped) timers.admissions = setTimeout(admissions, ADMISSIONS_MS);
   };
   admissions();
+
+  const grants = async () => {
+    if (stopped) return;
+    await refreshGrants(id);
+    if (!stopped) timers.grants = setTimeout(grants, ADMISSIONS_MS);
+  };
+  grants();
 }
+
+// ---------- FAST TRACK (priority grants and codes) ----------
+
+async function refreshGrants(id) {
+  const tbody = $('d-ft-table').querySelector('tbody');
+  if (!adminKey()) {
+    tbody.replaceChildren();
+    $('d-ft-empty').hidden = false;
+    setText($('d-ft-empty'), 'The grants need the admin key.');
+    return;
+  }
+  try {
+    const r = await api('GET', `/admin/events/${enc(id)}/priority`, { admin: adminKey() });
+    const users = Array.isArray(r && r.users) ? r.users : [];
+    const codes = Array.isArray(r && r.codes) ? r.codes : [];
+    const revoke = (kind, value) => {
+      const b = el('button', { type: 'button', class: 'link-btn', text: 'Revoke', dataset: { kind, value } });
+      b.setAttribute('aria-label', `Revoke ${value}`);
+      return b;
+    };
+    tbody.replaceChildren(
+      ...users.map((u) => el('tr', null, [el('td', { text: 'user' }), el('td', { class: 'mono', text: u }),
+        el('td', { text: '—' }), el('td', null, revoke('users', u))])),
+      ...codes.map((c) => el('tr', null, [el('td', { text: 'code' }), el('td', { class: 'mono', text: c.code }),
+        el('td', { class: 'mono', text: c.redeemed_by || 'unused' }), el('td', null, c.redeemed_by ? null : revoke('codes', c.code))])),
+    );
+    $('d-ft-empty').hidden = users.length + codes.length > 0;
+    setText($('d-ft-empty'), 'No FAST TRACK grants yet.');
+  } catch (err) {
+    $('d-ft-empty').hidden = false;
+    setText($('d-ft-empty'), friendly(err, 'admin'));
+  }
+}
+
+// newCode is a random single-use FAST TRACK code.
+function newCode() {
+  const b = new Uint8Array(6);
+  crypto.getRandomValues(b);
+  return 'FT-' + [...b].map((x) => 'ABCDEFGHJKLMNPQRSTUVWXYZ23456789'[x % 32]).join('');
+}
+
+$('d-ft-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  if (!current.id || !needKey()) return;
+  const users = $('d-ft-users').value.split(/[\s,]+/).filter(Boolean);
+  const n = Number($('d-ft-codes').value || 0);
+  if (!Number.isInteger(n) || n < 0 || n > 1000) {
+    showAlert(alertBox, 'New codes must be a whole number from 0 to 1,000.');
+    $('d-ft-codes').focus();
+    return;
+  }
+  const codes = Array.from({ length: n }, newCode);
+  if (!users.length && !codes.length) {
+    showAlert(alertBox, 'Nothing to grant: type user ids or a number of codes.', 'info');
+    return;
+  }
+  $('d-ft-grant').disabled = true;
+  try {
+    const r = await api('POST', `/admin/events/${enc(current.id)}/priority`, { admin: adminKey(), body: { user_ids: users, codes } });
+    showAlert(alertBox, `${current.id}: FAST TRACK for ${fmtNum(r.users)} user(s)` +
+      (codes.length ? ` and ${fmtNum(r.codes)} new code(s): ${codes.join(' ')}` : '') + '.', 'success');
+    $('d-ft-users').value = '';
+    $('d-ft-codes').value = '0';
+    await refreshGrants(current.id);
+  } catch (err) {
+    showAlert(alertBox, friendly(err, 'admin'));
+  } finally {
+    $('d-ft-grant').disabled = false;
+  }
+});
+
+$('d-ft-table').addEventListener('click', async (e) => {
+  const b = e.target.closest('button[data-kind]');
+  if (!b || !current.id || !needKey()) return;
+  b.disabled = true;
+  try {
+    await api('DELETE', `/admin/events/${enc(current.id)}/priority/${b.dataset.kind}/${enc(b.dataset.value)}`, { admin: adminKey() });
+    showAlert(alertBox, `${current.id}: revoked ${b.dataset.value}.`, 'success');
+    await refreshGrants(current.id);
+  } catch (err) {
+    b.disabled = false;
+    showAlert(alertBox, friendly(err, 'admin'));
+  }
+});
 
 $('d-pause').addEventListener('click', (e) => setPaused(current.id, true, e.currentTarget));
 $('d-resume').addEventListener('click', (e) => setPaused(current.id, false, e.currentTarget));
@@ -323,6 +460,17 @@ $('d-patch-form').addEventListener('submit', async (e) => {
     if (n !== ev[field]) body[field] = n;
   }
   if ($('d-p-policy').value !== ev.policy) body.policy = $('d-p-policy').value;
+  if ($('d-p-mode').value !== (ev.queue_mode || 'fifo')) body.queue_mode = $('d-p-mode').value;
+  if ($('d-p-challenge').value !== (ev.challenge || 'none')) body.challenge = $('d-p-challenge').value;
+  const bits = Number($('d-p-pow-bits').value);
+  if ($('d-p-challenge').value === 'pow' && bits !== ev.pow_bits) {
+    if (!Number.isInteger(bits)) {
+      showAlert(alertBox, 'Work (bits) must be a whole number from 1 to 28.');
+      $('d-p-pow-bits').focus();
+      return;
+    }
+    body.pow_bits = bits;
+  }
   if (!Object.keys(body).length) {
     showAlert(alertBox, 'Nothing to change: the fields match the event.', 'info');
     return;

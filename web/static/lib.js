@@ -321,10 +321,13 @@ export function fmtShort(iso) {
 export function eventState(ev) {
   const now = Date.now();
   const st = ev.stats;
-  if (ev.closes_at && Date.parse(ev.closes_at) <= now) return { key: 'closed', label: 'Closed' };
+  // Sold out first: two races that sold out alike read alike, whether or
+  // not one has passed its closing time since.
   if (st && st.seats_left === 0) return { key: 'soldout', label: 'Sold out' };
+  if (ev.closes_at && Date.parse(ev.closes_at) <= now) return { key: 'closed', label: 'Closed' };
   if (ev.opens_at && Date.parse(ev.opens_at) > now) return { key: 'soon', label: 'Opens ' + fmtShort(ev.opens_at) };
   if (ev.paused) return { key: 'paused', label: 'Paused' };
+  if (ev.queue_mode === 'closed') return { key: 'nojoin', label: 'No new joins' };
   return { key: 'open', label: 'Open' };
 }
 

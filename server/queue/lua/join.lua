@@ -1,15 +1,17 @@
 -- join.lua: put users in line, or return the attempts they already hold. One
 -- call takes a whole batch of joins on one event (queue.batcher concatenates
 -- them) and answers each exactly as if it had run alone, in order.
--- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv (lib.lua describes each)
+-- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv, pq (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
--- ARGV[3..] four per join: user id, priority code to redeem or "", "1" to put
+-- ARGV[3..] five per join: user id, priority code to redeem or "", "1" to put
 -- the user in the priority lane without a grant (the simulator's VIRTUAL
--- bots), device id or "" when device binding is off.
+-- bots), device id or "" when device binding is off, "1" when the join
+-- passed the event's proof-of-work challenge or needs none.
 -- Returns nine values per join, in order, then three for them all:
 --   {result, status, seq, detail, waiting, admitted at, admission no, lane,
 --    admitted}..., rate, batch, interval
---   result NEW | EXISTS, or an error code followed by eight zeros; an error
+--   result NEW | EXISTS, PREQUEUED (status "1" when new, seq the pre-queue's
+--   length; fair_lib.lua), or an error code followed by eight zeros; an error
 --   changes nothing but ending the user's run-out active window, which any
 --   join may do (UNAVAILABLE when the seqs SQL has reserved are used up, see
 --   put_event.lua); detail is the 1-based place while WAITING, the expiry in
@@ -29,7 +31,7 @@
 -- a priority code); queue.parseRecords expands it. The batch's own changes are kept in
 -- locals until the end, so a user seen twice in a batch, or a device held by
 -- someone the batch has seen, is looked up again after writing them out.
-local n = (#ARGV - 2) / 4
+local n = (#ARGV - 2) / 5
 local out, o = {}, 0
 -- refuse answers the next join with an error code.
 local function refuse(code)
@@ -38,7 +40,7 @@ local function refuse(code)
   o = o + 9
 end
 local cfg = redis.call('HMGET', K_CFG, 'capacity', 'policy', 'paused', 'opens', 'closes', 'ttl', 'batch', 'pshare',
-  'interval', 'seq_cap', 'adm_cap')
+  'interval', 'seq_cap', 'adm_cap', 'mode', 'preopens', 'pow')
 if not cfg[1] then
   for _ = 1, n do refuse('EVENT_NOT_FOUND') end
   out[o + 1], out[o + 2], out[o + 3] = 0, 0, 0
@@ -48,9 +50,13 @@ local capacity, direct = tonumber(cfg[1]), cfg[3] ~= '1' and cfg[2] == 'capacity
 local opens, closes = tonumber(cfg[4]) or 0, tonumber(cfg[5]) or 0
 local ttl, batch, ppm, interval = tonumber(cfg[6]), tonumber(cfg[7]) or 0, tonumber(cfg[8]) or 0, tonumber(cfg[9]) or 0
 local seq_cap, adm_cap = tonumber(cfg[10]), tonumber(cfg[11])
+-- Queue mode (issue 17): c closed, r random_start, p passthrough, else fifo;
+-- pow asks new joins for proof of work.
+local mode, pow = cfg[12], cfg[14] == '1'
+local pass = mode == 'p'
 
 local users = {}
-for i = 1, n do users[i] = ARGV[4 * i - 1] end
+for i = 1, n do users[i] = ARGV[5 * i - 2] end
 local nw, np = redis.call('ZCARD', K_W), redis.call('ZCARD', K_P)
 local wsc = redis.call('ZMSCORE', K_W, unpack(users))
 local psc = {}
@@ -108,6 +114,45 @@ local function lookup(i, user)
   return nil
 end
 
+-- A random_start event's draw state (fair_lib.lua), read at the first join
+-- that needs it: false before the draw begins.
+local draw
+-- prequeued answers user's join the random_start way and reports true, or
+-- reports false to let the join go on as any other: before the opening (from
+-- preopens, with proof when the event asks for it) the user is pre-queued;
+-- one already pre-queued keeps that answer until the draw is done; the first
+-- join from the opening begins the draw, which reserves the pre-queue's
+-- seqs. No join of the batch has taken a seq before it (the joins before it
+-- were answered without one), so the batch's seqs resume past the reserved.
+local function prequeued(user, proof)
+  if draw == nil then draw = redis.call('HGET', K_N, 'draw') or false end
+  if draw ~= 'done' and redis.call('ZSCORE', K_PQ, user) then
+    answer('PREQUEUED', '0', redis.call('ZCARD', K_PQ), 0, 0, 0, 0, '')
+    return true
+  end
+  if NOW >= opens then
+    if not draw then
+      draw = draw_begin()
+      seq0 = tonumber(redis.call('GET', K_SEQ))
+      seq = seq0
+    end
+    return false
+  end
+  if NOW < (tonumber(cfg[13]) or 0) or draw or not proof then
+    return false
+  end
+  local q = redis.call('ZCARD', K_PQ)
+  if seq_cap and seq + q >= seq_cap then
+    refuse('UNAVAILABLE')
+    return true
+  end
+  local k = redis.call('HINCRBY', K_N, 'prequeued', 1)
+  redis.call('ZADD', K_PQ, k, user)
+  emit('prequeued', -k, user)
+  answer('PREQUEUED', '1', q + 1, 0, 0, 0, 0, '')
+  return true
+end
+
 -- device_busy binds dev to user unless another user's live attempt holds it.
 local function device_busy(user, dev)
   local holder = redis.call('HGET', K_DV, 'd:' .. dev)
@@ -127,7 +172,8 @@ local function device_busy(user, dev)
 end
 
 for i = 1, n do
-  local user, code, force, dev = users[i], ARGV[4 * i], ARGV[4 * i + 1], ARGV[4 * i + 2]
+  local user, code, force, dev = users[i], ARGV[5 * i - 1], ARGV[5 * i], ARGV[5 * i + 1]
+  local proof = not pow or ARGV[5 * i + 2] == '1'
   local done = false
   local held, a, b, c, d = lookup(i, user)
   seen[user] = true
@@ -149,6 +195,12 @@ for i = 1, n do
   if done then
   elseif code ~= '' and redis.call('HGET', K_PG, 'c:' .. code) ~= '' then
     refuse('FORBIDDEN')
+  elseif mode == 'c' then
+    refuse('EVENT_CLOSED')
+  elseif mode == 'r' and prequeued(user, proof) then
+  -- A new join (not one already pre-queued) must have passed the challenge.
+  elseif not proof then
+    refuse('CHALLENGE_FAILED')
   elseif opens > 0 and NOW < opens then
     refuse('EVENT_NOT_OPEN')
   elseif closes > 0 and NOW >= closes then
@@ -180,11 +232,12 @@ for i = 1, n do
     end
     -- Only the capacity policy admits on join: batch promotes on ticks
     -- alone, and adaptive must not let anyone in past a downstream it may
-    -- have found down.
+    -- have found down. Passthrough admits everyone at once, capacity
+    -- aside; an unfinished draw admits nobody (the drawn go first).
     local admit = false
-    if direct and nw + np == 0 then
+    if pass or (direct and nw + np == 0 and not (mode == 'r' and draw ~= 'done')) then
       live = live or redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
-      admit = live < capacity and (not adm_cap or admitted < adm_cap)
+      admit = (pass or live < capacity) and (not adm_cap or admitted < adm_cap)
     end
     if admit then
       local exp = NOW + ttl * 1000

@@ -1,5 +1,5 @@
 -- restore.lua: rebuild an event's queue state (after Redis lost it) in steps.
--- KEYS: cfg, seq, w, a, as, f, n, st, s, lease, p (lib.lua describes each)
+-- KEYS: cfg, seq, w, a, as, f, n, st, s, lease, p, pq (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3] step:
 --   begin   ARGV[4] "1" to overwrite a live event, ARGV[5] the seq counter.
@@ -12,7 +12,8 @@
 --           Priority grants (put back by the caller) and device bindings are kept.
 --   entries ARGV[4..] groups of 7: letter, seq, user, expiry ms, admitted at ms, admission no,
 --           lane ('p' for the priority lane, '' for the normal one).
---           letter W waits in its lane (score seq), A is active until expiry, E/D/L finished;
+--           letter W waits in its lane (score seq), A is active until expiry, E/D/L finished,
+--           Q is pre-queued (seq is minus its number in the pre-queue, fair_lib.lua);
 --           LW and LA (a waiting or active attempt the same user's later one
 --           supersedes, see queue.supersede) end LEFT here, with a left
 --           record, so that SQL, which holds them live, learns it too.
@@ -25,12 +26,14 @@ if step == 'begin' then
   if ARGV[4] ~= '1' and redis.call('EXISTS', K_CFG, K_SEQ, K_W, K_P, K_A, K_AS, K_F, K_ST) > 0 then
     return {'EVENT_EXISTS'}
   end
-  redis.call('DEL', K_CFG, K_SEQ, K_W, K_P, K_A, K_AS, K_F, K_N, K_ST, K_S, K_LEASE)
+  redis.call('DEL', K_CFG, K_SEQ, K_W, K_P, K_A, K_AS, K_F, K_N, K_ST, K_S, K_LEASE, K_PQ)
   redis.call('SET', K_SEQ, ARGV[5])
 elseif step == 'entries' then
   for i = 4, #ARGV, 7 do
     local letter, seq, user, lane = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 6]
-    if letter == 'W' then
+    if letter == 'Q' then
+      redis.call('ZADD', K_PQ, -tonumber(seq), user)
+    elseif letter == 'W' then
       if lane == 'p' then
         redis.call('ZADD', K_P, seq, user)
       else

@@ -5,7 +5,8 @@
 -- ARGV[3] replica id, ARGV[4] lease ms, ARGV[5] ms after which a reported load figure is stale,
 -- ARGV[6] most to promote in this call
 -- Returns {'OK', promoted, ms until the next tick, waiting left, room, load, left to promote},
--- {'WAIT', ms}, {'PAUSED', ms}, {'FOLLOWER', lease ms left} or {'GONE'}.
+-- {'WAIT', ms}, {'PAUSED', ms}, {'FOLLOWER', lease ms left}, {'DRAW'} (run
+-- Engine.Draw first) or {'GONE'}.
 -- A tick decides its room once, when it is due, and splits it between the
 -- lanes; the counters hash keeps what is left to promote of each lane
 -- (tick_p, tick_w) until calls of at most ARGV[6] promotions have served it,
@@ -28,6 +29,11 @@ if not cfg[1] then
 end
 if not hold_lease(ARGV[3], ARGV[4]) then
   return {'FOLLOWER', redis.call('PTTL', K_LEASE)}
+end
+-- Queue mode (issue 17, fair_lib.lua): nobody is admitted from a random_start
+-- event past its opening until the draw has put the pre-queue in line.
+if draw_due() then
+  return {'DRAW'}
 end
 local interval, policy, capacity = tonumber(cfg[3]), cfg[4], tonumber(cfg[1])
 local n = redis.call('HMGET', K_N, 'next_tick', 'tick_p', 'tick_w')

@@ -1,8 +1,38 @@
 -- join_one.lua: the join script as it was before joins went in batches
 -- (one join per call), kept as the oracle TestJoinBatchMatchesOneByOne holds
 -- lua/join.lua to: a batch must answer and change exactly what these one-join
--- calls would, in order. It needs lib.lua's helpers, plus these three that
--- only it uses.
+-- calls would, in order. It needs lib.lua's and fair_lib.lua's helpers, plus
+-- these four that only it uses.
+-- prequeue is a random_start event's join of user who holds no place in
+-- line: before opens (and from preopens) it pre-queues, from opens it begins
+-- the draw if no call has yet. It returns the reply when the join is
+-- pre-queued (or already was), else nil (a new join without proof, when the
+-- event asks for it, is not pre-queued) and whether the draw is unfinished
+-- (then nobody is admitted on joining: the drawn go first).
+local function prequeue(user, opens, preopens, seq_cap, proof)
+  local d = redis.call('HGET', K_N, 'draw')
+  if d ~= 'done' and redis.call('ZSCORE', K_PQ, user) then
+    return {'PREQUEUED', '0', redis.call('ZCARD', K_PQ)}, true
+  end
+  if NOW >= opens then
+    if not d then
+      d = draw_begin()
+    end
+    return nil, d ~= 'done'
+  end
+  if NOW < preopens or d or not proof then
+    return nil, false
+  end
+  local n = redis.call('ZCARD', K_PQ)
+  if seq_cap and tonumber(redis.call('GET', K_SEQ) or '0') + n >= tonumber(seq_cap) then
+    return {'UNAVAILABLE'}, true
+  end
+  local k = redis.call('HINCRBY', K_N, 'prequeued', 1)
+  redis.call('ZADD', K_PQ, k, user)
+  emit('prequeued', -k, user)
+  return {'PREQUEUED', '1', n + 1}, true
+end
+
 -- waiting_total counts everyone waiting in the event, both lanes.
 local function waiting_total()
   return redis.call('ZCARD', K_W) + redis.call('ZCARD', K_P)
@@ -37,11 +67,12 @@ local function admit(user, seq, ttl, lane)
   return exp, no
 end
 
--- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv (lib.lua describes each)
+-- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv, pq (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id, ARGV[4] priority code to redeem or "", ARGV[5] "1" to put
 -- the user in the priority lane without a grant (the simulator's VIRTUAL bots),
--- ARGV[6] device id or "" when device binding is off
+-- ARGV[6] device id or "" when device binding is off, ARGV[7] "1" when the join
+-- passed the event's proof-of-work challenge or needs none
 -- Returns {result, status, seq, detail, waiting, admitted at, admission no, lane,
 --          admitted, rate, batch, interval}:
 --   result NEW | EXISTS, or an error code alone; an error changes nothing but
@@ -50,9 +81,9 @@ end
 --   detail is the 1-based place while WAITING, the expiry in ms when ACTIVE;
 --   lane is "p" for the priority lane, "" for the normal one.
 -- A live attempt is returned as it is, whatever code the call carries.
-local user, code, force, dev = ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local user, code, force, dev, proven = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 local cfg = redis.call('HMGET', K_CFG, 'capacity', 'policy', 'paused', 'opens', 'closes', 'ttl', 'batch', 'pshare',
-  'interval', 'seq_cap', 'adm_cap')
+  'interval', 'seq_cap', 'adm_cap', 'mode', 'preopens', 'pow')
 if not cfg[1] then
   return {'EVENT_NOT_FOUND'}
 end
@@ -81,6 +112,21 @@ if code ~= '' and redis.call('HGET', K_PG, 'c:' .. code) ~= '' then
 end
 
 local opens, closes = tonumber(cfg[4]) or 0, tonumber(cfg[5]) or 0
+local mode, hold = cfg[12], false
+local proof = cfg[14] ~= '1' or proven == '1'
+if mode == 'c' then
+  return {'EVENT_CLOSED'}
+end
+if mode == 'r' then
+  local pre
+  pre, hold = prequeue(user, opens, tonumber(cfg[13]) or 0, cfg[10], proof)
+  if pre then
+    return pre
+  end
+end
+if not proof then
+  return {'CHALLENGE_FAILED'}
+end
 if opens > 0 and NOW < opens then
   return {'EVENT_NOT_OPEN'}
 end
@@ -129,9 +175,10 @@ local waiting = nw + np
 local out
 -- Only the capacity policy admits on join: batch promotes on ticks alone, and
 -- adaptive must not let anyone in past a downstream it may have found down.
-if waiting == 0 and cfg[3] ~= '1' and cfg[2] == 'capacity' then
+local pass = mode == 'p'
+if pass or (not hold and waiting == 0 and cfg[3] ~= '1' and cfg[2] == 'capacity') then
   local live = redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
-  if live < tonumber(cfg[1]) and
+  if (pass or live < tonumber(cfg[1])) and
       (not cfg[11] or (tonumber(redis.call('HGET', K_N, 'admitted')) or 0) < tonumber(cfg[11])) then
     local exp, no = admit(user, seq, tonumber(cfg[6]), lane)
     out = {'NEW', 'ACTIVE', seq, exp, 0, NOW, no, lane}

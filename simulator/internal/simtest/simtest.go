@@ -20,13 +20,22 @@ var Keys = auth.Keys{Admin: "admin-key", Simulator: "sim-key", Service: "service
 // the end of the test.
 func MustServer(tb testing.TB) string {
 	tb.Helper()
+	base, _ := MustServerData(tb)
+	return base
+}
+
+// MustServerData is MustServer that also returns the server's data folder
+// (its SQLite audit database).
+func MustServerData(tb testing.TB) (base, dataDir string) {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	dataDir = tb.TempDir()
 	srv, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", RedisURL: "redis://" + redistest.MustStart(tb).Addr(),
-		DataDir: tb.TempDir(), Keys: Keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		DataDir: dataDir, Keys: Keys, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		cancel()
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { cancel(); _ = srv.Wait() })
-	return "http://" + srv.Addr
+	return "http://" + srv.Addr, dataDir
 }
