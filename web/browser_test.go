@@ -280,11 +280,15 @@ func TestDashboardCreatesAndPausesEvent(t *testing.T) {
 
 	opens := time.Now().Add(-time.Minute).Local().Format("2006-01-02T15:04:05")
 	closes := time.Now().Add(2 * time.Hour).Local().Format("2006-01-02T15:04:05")
-	b.MustRun(t, "filling the forms",
+	b.MustRun(t, "typing a wrong key",
 		chromedp.Navigate(base+"/dashboard.html"),
 		chromedp.WaitVisible(chromedp.ID("d-admin-key")),
 		chromedp.SendKeys(chromedp.ID("d-admin-key"), "not-the-key"),
 		chromedp.Click(chromedp.ID("d-key-save")),
+	)
+	// The key's submit re-routes the page: fill the form once it has.
+	b.MustWait(t, "the key saved", `document.getElementById("dash-alert").textContent.includes("Admin key saved")`, 20*time.Second)
+	b.MustRun(t, "filling the form",
 		chromedp.SetValue(chromedp.ID("d-id"), "web-dash"),
 		chromedp.SetValue(chromedp.ID("d-name"), "Dashboard test"),
 		chromedp.SetValue(chromedp.ID("d-seats"), "40"),

@@ -19,6 +19,20 @@ import (
 // stallLimit is the longest any one command may hold Redis.
 const stallLimit = 2 * time.Millisecond
 
+// A command's time on a CPU also holds what Redis does for it beyond the
+// script's own work: a Lua GC cycle (Redis steps the collector every 50
+// scripts), the first compile of a script, page faults while a hash or a
+// sorted set doubles its table; on a slow virtual machine one such call
+// passes the limit now and then, whatever the script. Work that grows with
+// the line passes it on every call past some size instead. So a kind of
+// command (a script, or a command name) fails the check when more than
+// stallShare of its calls, and at least two, pass stallLimit, or when any
+// one passes stallHard; the rest are logged.
+const (
+	stallShare = 0.02
+	stallHard  = 10 * stallLimit
+)
+
 // stallCheck is a go-redis hook that reads the Redis SLOWLOG after every
 // command and reports those that ran longer than stallLimit. The SLOWLOG
 // times a command by the wall clock, so on a busy machine (or a busy virtual
@@ -42,6 +56,32 @@ type stallCheck struct {
 	// in over instead of failing.
 	lenient bool
 	over    int
+	// kinds counts the calls and the calls over the limit by kind.
+	kinds map[string]*[2]int
+}
+
+// kindOf names cmd's kind: the script for EVALSHA, else the command.
+func kindOf(args []any) string {
+	name := strings.ToLower(fmt.Sprint(args[0]))
+	if name == "evalsha" && len(args) > 1 {
+		return name + " " + fmt.Sprint(args[1])
+	}
+	return name
+}
+
+// verdict fails the kinds of command that passed the limit more than now
+// and then.
+func (c *stallCheck) verdict() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.lenient {
+		return
+	}
+	for kind, n := range c.kinds {
+		if n[1] >= 2 && float64(n[1]) > stallShare*float64(n[0]) {
+			c.tb.Errorf("%s passed %v on a CPU in %d of its %d calls", kind, stallLimit, n[1], n[0])
+		}
+	}
 }
 
 // mustStallCheck starts checking every command sent through rdb to the
@@ -56,7 +96,8 @@ func mustStallCheck(tb testing.TB, p interface{ Pid() int }, addr string, rdb *r
 	if err := admin.Do(ctx, "SLOWLOG", "RESET").Err(); err != nil {
 		tb.Fatal(err)
 	}
-	c := &stallCheck{tb: tb, pid: p.Pid(), admin: admin}
+	c := &stallCheck{tb: tb, pid: p.Pid(), admin: admin, kinds: map[string]*[2]int{}}
+	tb.Cleanup(c.verdict)
 	c.schedstat() // fail early where the kernel keeps no schedstat
 	rdb.AddHook(c)
 	return c
@@ -78,6 +119,19 @@ func (c *stallCheck) schedstat() (run, wait time.Duration) {
 	return time.Duration(r), time.Duration(w)
 }
 
+// minflt returns how many minor page faults Redis has taken.
+func (c *stallCheck) minflt() int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.pid))
+	if err != nil {
+		c.tb.Fatalf("stall check: %v", err)
+	}
+	// Fields after the command name in parentheses: state is field 3,
+	// minflt field 10.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	n, _ := strconv.ParseInt(f[7], 10, 64)
+	return n
+}
+
 func (c *stallCheck) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *stallCheck) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
@@ -93,10 +147,20 @@ func (c *stallCheck) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			c.tb.Errorf("stall check: %v", err)
 		}
 		run0, wait0 := c.schedstat()
+		f0 := c.minflt()
 		err := next(ctx, cmd)
 		run1, wait1 := c.schedstat()
+		f1 := c.minflt()
 		c.calls++
 		c.longest = max(c.longest, run1-run0)
+		kind := kindOf(cmd.Args())
+		n := c.kinds[kind]
+		if n == nil {
+			n = new([2]int)
+			c.kinds[kind] = n
+		}
+		n[0]++
+		over := false
 		slow, lerr := c.admin.SlowLogGet(ctx, -1).Result()
 		if lerr != nil {
 			c.tb.Errorf("stall check: %v", lerr)
@@ -104,12 +168,16 @@ func (c *stallCheck) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		for _, s := range slow {
 			if s.Duration-(wait1-wait0) > stallLimit && run1-run0 > stallLimit {
-				report := c.tb.Errorf
-				if c.lenient {
-					c.over++
-					report = c.tb.Logf
+				report := c.tb.Logf
+				if run1-run0 > stallHard && !c.lenient {
+					report = c.tb.Errorf
 				}
-				report("%s held Redis %v (%v of it on a CPU): %.80q", s.Args[0], s.Duration, run1-run0,
+				if !over {
+					over = true
+					c.over++
+					n[1]++
+				}
+				report("%s held Redis %v (%v of it on a CPU, %d page faults): %.80q", s.Args[0], s.Duration, run1-run0, f1-f0,
 					strings.Join(s.Args, " "))
 			}
 		}

@@ -174,8 +174,9 @@ func setUp(ctx context.Context, a *api, sc *scenario.Scenario, cfg Config) (even
 			return event{}, fmt.Errorf("engine: create event %s: %w", id, err)
 		}
 	}
-	// Another shard may have won the create and not yet mirrored the event:
-	// look again for a moment.
+	// Another shard may have won the create and not yet mirrored the event
+	// to Redis (404, or 503 while the server sees it in SQL alone): look
+	// again for a moment.
 	var ev event
 	var err error
 	for try := 0; try < 20; try++ {
@@ -183,7 +184,8 @@ func setUp(ctx context.Context, a *api, sc *scenario.Scenario, cfg Config) (even
 			return ev, nil
 		}
 		var ae *apiError
-		if !errors.As(err, &ae) || ae.Code != "EVENT_NOT_FOUND" || !ctxsleep.Until(ctx, time.Now().Add(100*time.Millisecond)) {
+		if !errors.As(err, &ae) || (ae.Code != "EVENT_NOT_FOUND" && ae.Code != "UNAVAILABLE") ||
+			!ctxsleep.Until(ctx, time.Now().Add(100*time.Millisecond)) {
 			break
 		}
 	}

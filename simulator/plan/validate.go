@@ -170,7 +170,7 @@ func Validate(ctx context.Context, sc *scenario.Scenario, s Setting, ev Event, c
 	pred := Simulate(crowd, v.Setting, Event{Seats: seats, Window: v.Event.Window})
 
 	raw, err := engine.Run(ctx, small, engine.Config{Target: cfg.Target, SimulatorKey: cfg.SimulatorKey,
-		AdminKey: cfg.AdminKey, Client: cfg.Client, Progress: cfg.Progress})
+		AdminKey: cfg.AdminKey, Client: cfg.Client, Progress: cfg.Progress, KeepBots: true}) // the comparison reads every bot
 	if err != nil {
 		return nil, fmt.Errorf("plan: validation run: %w", err)
 	}
