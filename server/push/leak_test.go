@@ -97,7 +97,18 @@ func TestSubscribersDoNotLeak(t *testing.T) {
 		// The feeds drop a linger and a stream read after their last
 		// subscriber left.
 		MustSettleTo(t, baseG, slack, fmt.Sprintf("round %d: after the linger", round))
+		// A feed's last read may still hold its buffers for a moment on a
+		// busy machine: the heap must come down to the bound, not be
+		// there at the first look.
+		bound := baseHeap + heapSlack
+		if round > 0 {
+			bound = min(bound, firstHeap+1<<20)
+		}
 		g, heap := settle()
+		for deadline := time.Now().Add(5 * time.Second); heap > bound && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+			g, heap = settle()
+		}
 		t.Logf("round %d: %d goroutines (baseline %d), heap %d KiB (baseline %d KiB)", round, g, baseG, heap>>10, baseHeap>>10)
 		if heap > baseHeap+heapSlack {
 			t.Errorf("round %d: heap %d B, baseline %d B (+%d slack)", round, heap, baseHeap, heapSlack)
