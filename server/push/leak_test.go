@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rushline/rushline/internal/testutil"
 	"github.com/rushline/rushline/server/push"
 	"github.com/rushline/rushline/server/queue"
 )
@@ -104,11 +105,12 @@ func TestSubscribersDoNotLeak(t *testing.T) {
 		if round > 0 {
 			bound = min(bound, firstHeap+1<<20)
 		}
-		g, heap := settle()
-		for deadline := time.Now().Add(5 * time.Second); heap > bound && time.Now().Before(deadline); {
-			time.Sleep(50 * time.Millisecond)
+		var g int
+		var heap uint64
+		testutil.Eventually(t, 5*time.Second, fmt.Sprintf("round %d: the heap back within %d B", round, bound), func() bool {
 			g, heap = settle()
-		}
+			return heap <= bound
+		})
 		t.Logf("round %d: %d goroutines (baseline %d), heap %d KiB (baseline %d KiB)", round, g, baseG, heap>>10, baseHeap>>10)
 		if heap > baseHeap+heapSlack {
 			t.Errorf("round %d: heap %d B, baseline %d B (+%d slack)", round, heap, baseHeap, heapSlack)
