@@ -430,12 +430,12 @@ func (s *Server) seats(c *gin.Context) {
 	}
 	section := c.Query("section")
 	if ev.Seats <= queue.MaxSeatList && section == "" {
-		seats, err := s.Engine.Seats(c.Request.Context(), ev, tok)
+		m, err := s.seatMaps.Get(c.Request.Context(), ev, tok)
 		if err != nil {
 			s.fail(c, err)
 			return
 		}
-		c.JSON(http.StatusOK, gin.H{"seats": seats})
+		c.Data(http.StatusOK, "application/json; charset=utf-8", m.ListJSON())
 		return
 	}
 	s.seatSections(c, ev, tok, section)
@@ -469,11 +469,7 @@ func (s *Server) seatSections(c *gin.Context, ev queue.Event, tok, section strin
 		if i > first {
 			b = append(b, ',')
 		}
-		b = append(b, `{"id":"`...)
-		b = append(b, queue.SeatID(ev.Seats, i)...) // letters, digits and a dash
-		b = append(b, `","taken":`...)
-		b = strconv.AppendBool(b, m.Taken(i))
-		b = append(b, '}')
+		b = queue.AppendSeatJSON(b, queue.SeatID(ev.Seats, i), m.Taken(i))
 	}
 	c.Data(http.StatusOK, "application/json; charset=utf-8", append(b, "]}"...))
 }
@@ -502,6 +498,10 @@ func (s *Server) order(c *gin.Context) {
 		return
 	}
 	o, err := s.Engine.Order(c.Request.Context(), ev, *req.Token, *req.Seat, actor)
+	if err == nil || queue.ErrorCode(err) == queue.CodeSeatTaken {
+		// The seat is taken now: no reader of this replica is shown it free.
+		s.seatMaps.Forget(ev.ID)
+	}
 	if err != nil {
 		s.fail(c, err)
 		return

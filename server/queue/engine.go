@@ -732,27 +732,6 @@ func (e *Engine) mustBeActive(ctx context.Context, eventID, token string) error 
 	return nil
 }
 
-// Seats returns the seat map of ev to the holder of an active token.
-func (e *Engine) Seats(ctx context.Context, ev Event, token string) ([]Seat, error) {
-	if err := e.mustBeActive(ctx, ev.ID, token); err != nil {
-		return nil, err
-	}
-	taken, err := e.rdb.HKeys(ctx, key(ev.ID, keySeatsTaken)).Result()
-	if err != nil {
-		return nil, storeErr(ctx, err)
-	}
-	seats := make([]Seat, ev.Seats)
-	for i := range seats {
-		seats[i].ID = SeatID(ev.Seats, i)
-	}
-	for _, id := range taken {
-		if i, ok := SeatIndex(ev.Seats, id); ok {
-			seats[i].Taken = true
-		}
-	}
-	return seats, nil
-}
-
 // SweepResult is the outcome of one Expire call.
 type SweepResult struct {
 	// Leader is false when another replica holds the admission lease.

@@ -187,17 +187,18 @@ func TestLifecycle(t *testing.T) {
 		}},
 		// Seats are shown only to an ACTIVE token, with taken ones marked.
 		{"seat map", func(t *testing.T, eng *queue.Engine, clk *clock, ev queue.Event, tok string) {
-			seats, err := eng.Seats(ctx, ev, tok)
+			fresh := queue.NewSeatMaps(eng, 0)
+			seats, err := mapList(fresh.Get(ctx, ev, tok))
 			if err != nil || len(seats) != ev.Seats || seats[0].ID != "A-1" || seats[0].Taken {
 				t.Fatalf("seats: %d %+v %v", len(seats), seats[:1], err)
 			}
 			if _, err := eng.Order(ctx, ev, tok, "A-1", owner); err != nil {
 				t.Fatal(err)
 			}
-			_, err = eng.Seats(ctx, ev, tok)
+			_, err = fresh.Get(ctx, ev, tok)
 			MustCode(t, err, queue.CodeNotActive, queue.StatusDone)
 			b := MustJoin(t, eng, ev.ID, "u_b")
-			seats, _ = eng.Seats(ctx, ev, b.Token)
+			seats, _ = mapList(fresh.Get(ctx, ev, b.Token))
 			if !seats[0].Taken || seats[1].Taken {
 				t.Fatalf("taken flags: %+v", seats[:2])
 			}

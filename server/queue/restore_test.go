@@ -137,7 +137,12 @@ func TestLostEventNeverServedEmpty(t *testing.T) {
 		{"status", func(id string) error { _, err := eng.Status(ctx, id, tok); return err }},
 		{"leave", func(id string) error { _, err := eng.Leave(ctx, id, tok, me); return err }},
 		{"order", func(id string) error { e := ev; e.ID = id; _, err := eng.Order(ctx, e, tok, seat, me); return err }},
-		{"seats", func(id string) error { e := ev; e.ID = id; _, err := eng.Seats(ctx, e, tok); return err }},
+		{"seats", func(id string) error {
+			e := ev
+			e.ID = id
+			_, err := queue.NewSeatMaps(eng, 0).Get(ctx, e, tok)
+			return err
+		}},
 		{"definition change", func(id string) error { e := ev; e.ID = id; return eng.PutEvent(ctx, e) }},
 	}
 	for _, c := range calls {

@@ -21,6 +21,10 @@ const (
 	seatScan = 1000
 	// DefaultSeatMapAge is how long a SeatMaps snapshot is served.
 	DefaultSeatMapAge = time.Second
+	// maxListAge caps the age of a map answered as one list: such a map
+	// takes at most MaxSeatList/seatScan calls to read, so it can be read
+	// more often, and a fresher list spares its readers taken seats.
+	maxListAge = 250 * time.Millisecond
 )
 
 // sectionRows is how many rows one section of an event with n seats spans.
@@ -56,6 +60,9 @@ type SeatMap struct {
 	taken []uint64  // bit i: seat i is taken
 	free  []int     // free seats per section
 	At    time.Time // when the snapshot was read
+
+	list     sync.Once
+	listJSON []byte
 }
 
 // newSeatMap is an empty snapshot of n seats.
@@ -94,6 +101,31 @@ func (m *SeatMap) Sections() []Section {
 	return out
 }
 
+// List is every seat of the map, in seat order.
+func (m *SeatMap) List() []Seat {
+	out := make([]Seat, m.seats)
+	for i := range out {
+		out[i] = Seat{ID: SeatID(m.seats, i), Taken: m.Taken(i)}
+	}
+	return out
+}
+
+// ListJSON is the map as API.md's one-list answer, {"seats":[…]}, encoded
+// once per snapshot whoever reads it.
+func (m *SeatMap) ListJSON() []byte {
+	m.list.Do(func() {
+		b := append(make([]byte, 0, 16+m.seats*32), `{"seats":[`...)
+		for i := range m.seats {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendSeatJSON(b, SeatID(m.seats, i), m.Taken(i))
+		}
+		m.listJSON = append(b, "]}"...)
+	})
+	return m.listJSON
+}
+
 // SectionSpan is the first seat (0-based) and the number of seats of section k.
 func (m *SeatMap) SectionSpan(k int) (first, n int) {
 	per := sectionRows(m.seats) * RowWidth(m.seats)
@@ -125,9 +157,11 @@ func (e *Engine) seatMap(ctx context.Context, ev Event) (*SeatMap, error) {
 	return m, nil
 }
 
-// SeatMaps serves the seat maps of large events from snapshots shared by
-// every reader for up to a maximum age, so a crowd reading a map at once
-// costs one read of it, and one copy of it in memory. Safe for concurrent use.
+// SeatMaps serves seat maps from snapshots shared by every reader for up to
+// a maximum age (at most maxListAge for a map answered as one list), so a
+// crowd reading a map at once costs one read of it, and one copy of it in
+// memory; a seat sold through this process is seen at the next read (see
+// Forget), one sold elsewhere within that age. Safe for concurrent use.
 type SeatMaps struct {
 	eng    *Engine
 	maxAge time.Duration
@@ -142,16 +176,28 @@ func NewSeatMaps(eng *Engine, maxAge time.Duration) *SeatMaps {
 	return &SeatMaps{eng: eng, maxAge: maxAge, maps: map[string]*SeatMap{}}
 }
 
+// Forget drops the snapshot of eventID, whose seats changed: the next
+// reader reads the map again.
+func (s *SeatMaps) Forget(eventID string) {
+	s.mu.Lock()
+	delete(s.maps, eventID)
+	s.mu.Unlock()
+}
+
 // Get returns a snapshot of ev's seat map, at most maxAge old, to the
 // holder of an active token.
 func (s *SeatMaps) Get(ctx context.Context, ev Event, token string) (*SeatMap, error) {
 	if err := s.eng.mustBeActive(ctx, ev.ID, token); err != nil {
 		return nil, err
 	}
+	age := s.maxAge
+	if ev.Seats <= MaxSeatList {
+		age = min(age, maxListAge)
+	}
 	s.mu.Lock()
 	m := s.maps[ev.ID]
 	s.mu.Unlock()
-	if m != nil && m.seats == ev.Seats && time.Since(m.At) < s.maxAge {
+	if m != nil && m.seats == ev.Seats && time.Since(m.At) < age {
 		return m, nil
 	}
 	// One read for every caller waiting on it, whichever of them goes away.

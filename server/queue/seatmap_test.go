@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rushline/rushline/internal/testutil"
 	"github.com/rushline/rushline/server/queue"
 )
 
@@ -184,4 +186,44 @@ func TestSeatMaps(t *testing.T) {
 		_, err = maps.Get(ctx, ev, reader.Token)
 		MustCode(t, err, queue.CodeNotActive, queue.StatusLeft)
 	})
+}
+
+// A map answered as one list is shared too, but never served for long
+// whatever the snapshots' age, and its JSON is the list's.
+func TestSeatMapList(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	eng, _, _ := MustEngine(t)
+	ev := MustEvent(t, eng, "small", func(ev *queue.Event) { ev.Seats, ev.Capacity = 120, 10 })
+	mustSell(t, eng, ev, 3)
+	reader := MustJoin(t, eng, ev.ID, "u_reader")
+	maps := queue.NewSeatMaps(eng, time.Hour)
+	m, err := maps.Get(ctx, ev, reader.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := m.List()
+	if len(list) != 120 || list[0].ID != "A-1" || !list[3].Taken || list[4].Taken {
+		t.Fatalf("list = %d seats, %+v", len(list), list[:5])
+	}
+	want, _ := json.Marshal(map[string][]queue.Seat{"seats": list})
+	if got := m.ListJSON(); string(got) != string(want) {
+		t.Fatalf("ListJSON = %.80s…, want %.80s…", got, want)
+	}
+	if again, _ := maps.Get(ctx, ev, reader.Token); again != m {
+		t.Fatal("a young list map was read again")
+	}
+	mustSell(t, eng, ev, 7)
+	testutil.Eventually(t, 10*time.Second, "the sold seat in a refreshed list", func() bool {
+		m, err := maps.Get(ctx, ev, reader.Token)
+		return err == nil && m.Taken(7)
+	})
+}
+
+// mapList is the seat list of a snapshot read, or its error.
+func mapList(m *queue.SeatMap, err error) ([]queue.Seat, error) {
+	if err != nil {
+		return nil, err
+	}
+	return m.List(), nil
 }

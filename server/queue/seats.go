@@ -75,3 +75,12 @@ type Seat struct {
 	ID    string `json:"id"`
 	Taken bool   `json:"taken"`
 }
+
+// AppendSeatJSON appends the seat {"id":…,"taken":…} as JSON to b.
+func AppendSeatJSON(b []byte, id string, taken bool) []byte {
+	b = append(b, `{"id":"`...)
+	b = append(b, id...) // letters, digits and a dash
+	b = append(b, `","taken":`...)
+	b = strconv.AppendBool(b, taken)
+	return append(b, '}')
+}

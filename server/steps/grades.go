@@ -101,9 +101,9 @@ func gradeOf(n, i int) GradeMap {
 }
 
 // blocked reads which seats of ev the active attempt en may not pick:
-// sold (from the seat map snapshot every reader of the event shares for a
-// second, so a crowd on its seat maps costs one read of the map a second),
-// or held by another active attempt.
+// sold (from the seat map snapshot every reader of the event shares, see
+// queue.SeatMaps, so a crowd on its seat maps costs a few reads of the map
+// a second), or held by another active attempt.
 func (s *Service) blocked(ctx context.Context, ev queue.Event, en queue.Entry) ([]bool, error) {
 	m, err := s.maps.Get(ctx, ev, en.Token)
 	if err != nil {
