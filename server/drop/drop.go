@@ -158,6 +158,8 @@ type Request struct {
 	Crowd    *int
 	Seats    *int
 	OpensAt  time.Time
+	// Opening sets the event's queue mode and challenge (default fifo, none).
+	Opening queue.Opening
 }
 
 // Validate checks the request's fields at now, scenario names aside.
@@ -178,5 +180,5 @@ func (r Request) Validate(now time.Time) error {
 	case r.OpensAt.After(now.Add(MaxLead)):
 		return badField("opens_at", "must be at most %d days ahead", int(MaxLead/(24*time.Hour)))
 	}
-	return nil
+	return r.Opening.Validate(&r.OpensAt)
 }

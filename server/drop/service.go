@@ -267,6 +267,7 @@ func (s *Service) Create(ctx context.Context, r Request) (View, error) {
 	if err != nil {
 		return View{}, err
 	}
+	ev.SetOpening(r.Opening)
 	if err := s.create(ctx, d, ev, false); err != nil {
 		return View{}, err
 	}

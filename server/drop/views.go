@@ -11,6 +11,10 @@ import (
 // View is a drop as the API shows it (API-next.md).
 type View struct {
 	Drop
+	// Opening is how the drop's event opens (queue mode, challenge), read
+	// from the event while the drop is unfinished; nil once it is finished,
+	// or while its event is being rebuilt.
+	*queue.Opening
 	Phase Phase `json:"phase"`
 	// People counts the people's joins.
 	People     int64      `json:"people"`
@@ -64,6 +68,12 @@ func (s *Service) live(ctx context.Context, d Drop) (Stats, queue.CrowdState, qu
 // view shows d at now, with its stats when asked.
 func (s *Service) view(ctx context.Context, d Drop, now time.Time, withStats bool) (View, error) {
 	v := View{Drop: d, Phase: d.Phase(now), ServerTime: now}
+	if d.Final == nil && d.Held {
+		if ev, err := s.eng.Event(ctx, d.Event); err == nil {
+			o := ev.Opening()
+			v.Opening = &o
+		}
+	}
 	if d.Final != nil {
 		at := d.Final.FinishedAt
 		v.FinishedAt, v.People = &at, d.Final.PeopleJoined

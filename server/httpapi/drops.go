@@ -45,6 +45,11 @@ func (s *Server) createDrop(c *gin.Context) {
 		Crowd    *int    `json:"crowd"`
 		Seats    *int    `json:"seats"`
 		OpensAt  *string `json:"opens_at"`
+		// The opening (API-next.md), as events take it.
+		QueueMode       *string `json:"queue_mode"`
+		PrequeueOpensAt *string `json:"prequeue_opens_at"`
+		Challenge       *string `json:"challenge"`
+		PowBits         *int    `json:"pow_bits"`
 	}
 	if err := decode(c, &req); err != nil {
 		s.fail(c, err)
@@ -57,14 +62,25 @@ func (s *Server) createDrop(c *gin.Context) {
 	if req.Level != nil {
 		r.Level = drop.Level(*req.Level)
 	}
-	if req.OpensAt != nil {
-		t, err := time.Parse(time.RFC3339Nano, *req.OpensAt)
-		if err != nil {
-			s.fail(c, badRequest("opens_at must be an RFC 3339 time, got %q", *req.OpensAt))
-			return
-		}
-		r.OpensAt = t.UTC()
+	opens, err := rfc3339("opens_at", req.OpensAt)
+	if err != nil {
+		s.fail(c, err)
+		return
 	}
+	if opens != nil {
+		r.OpensAt = *opens
+	}
+	if r.Opening.PrequeueOpensAt, err = rfc3339("prequeue_opens_at", req.PrequeueOpensAt); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if req.QueueMode != nil {
+		r.Opening.QueueMode = queue.QueueMode(*req.QueueMode)
+	}
+	if req.Challenge != nil {
+		r.Opening.Challenge = queue.Challenge(*req.Challenge)
+	}
+	set(&r.Opening.PowBits, req.PowBits)
 	v, err := s.Drops.Create(c.Request.Context(), r)
 	if err != nil {
 		s.fail(c, err)
@@ -132,4 +148,17 @@ func (s *Server) dropJoin(c *gin.Context) {
 			s.log.Warn("drop: false start not counted", "event", id, "err", err)
 		}
 	}
+}
+
+// rfc3339 parses the time v of field (nil when not given), in UTC.
+func rfc3339(field string, v *string) (*time.Time, error) {
+	if v == nil {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *v)
+	if err != nil {
+		return nil, badRequest("%s must be an RFC 3339 time, got %q", field, *v)
+	}
+	t = t.UTC()
+	return &t, nil
 }

@@ -122,6 +122,15 @@ func TestDropsBadInput(t *testing.T) {
 		{"unknown scenario", adminH, body("scenario", "no-such"), http.StatusNotFound, "SCENARIO_NOT_FOUND", ""},
 		// 400 outranks 404.
 		{"unknown scenario and bad level", adminH, body("scenario", "no-such", "level", "x"), http.StatusBadRequest, "BAD_REQUEST", "level"},
+		{"unknown scenario and bad mode", adminH, body("scenario", "no-such", "queue_mode", "lottery"), http.StatusBadRequest, "BAD_REQUEST", "queue_mode"},
+		// The opening takes what an event takes (API-next.md).
+		{"bad queue mode", adminH, body("queue_mode", "lottery"), http.StatusBadRequest, "BAD_REQUEST", "queue_mode"},
+		{"pre-queue after the opening", adminH, body("queue_mode", "random_start", "prequeue_opens_at", t0.Add(2*time.Minute).Format(time.RFC3339)),
+			http.StatusBadRequest, "BAD_REQUEST", "prequeue_opens_at"},
+		{"pre-queue not a time", adminH, body("prequeue_opens_at", "soon"), http.StatusBadRequest, "BAD_REQUEST", "prequeue_opens_at"},
+		{"bad challenge", adminH, body("challenge", "captcha"), http.StatusBadRequest, "BAD_REQUEST", "challenge"},
+		{"pow without bits", adminH, body("challenge", "pow"), http.StatusBadRequest, "BAD_REQUEST", "pow_bits"},
+		{"pow bits too many", adminH, body("challenge", "pow", "pow_bits", 29), http.StatusBadRequest, "BAD_REQUEST", "pow_bits"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,6 +152,48 @@ func TestDropsBadInput(t *testing.T) {
 	if entries, ok := lb.Body["entries"].([]any); lb.Status != http.StatusOK || !ok || len(entries) != 0 || lb.Str("period") != "day" {
 		t.Errorf("empty leaderboard = %s", lb)
 	}
+}
+
+// A drop opens as its admin asks (API-next.md: drops take the event's queue
+// mode and challenge): the drop shows its opening, its event has it, and a
+// join without a solution is refused.
+func TestDropOpening(t *testing.T) {
+	f := MustDropServer(t)
+	opens := t0.Add(5 * time.Minute)
+	pre := t0.Add(time.Minute)
+	r := f.MustCreateDrop(t, map[string]any{"scenario": "small-rush", "opens_at": opens.Format(time.RFC3339),
+		"queue_mode": "random_start", "prequeue_opens_at": pre.Format(time.RFC3339), "challenge": "pow", "pow_bits": 12})
+	if r.Str("queue_mode") != "random_start" || r.Str("challenge") != "pow" || r.Str("prequeue_opens_at") != pre.Format(time.RFC3339) {
+		t.Fatalf("created %s", r)
+	}
+	if bits, _ := r.Num("pow_bits"); bits != 12 {
+		t.Errorf("pow_bits = %v, want 12", bits)
+	}
+	ev := f.MustDo(t, http.MethodGet, "/api/v1/events/"+r.Str("event"), nil, nil)
+	if ev.Str("queue_mode") != "random_start" || ev.Str("challenge") != "pow" || ev.Str("draw_commitment") == "" {
+		t.Errorf("the drop's event: %s", ev)
+	}
+	list := f.MustDo(t, http.MethodGet, "/api/v1/drops", nil, nil)
+	drops, _ := list.Body["drops"].([]any)
+	if len(drops) != 1 || drops[0].(map[string]any)["challenge"] != "pow" {
+		t.Errorf("list = %s, want the drop with its challenge", list)
+	}
+	// A plain drop says so.
+	plain := f.MustCreateDrop(t, map[string]any{"scenario": "small-rush", "opens_at": opens.Format(time.RFC3339)})
+	if plain.Str("queue_mode") != "fifo" || plain.Str("challenge") != "none" {
+		t.Errorf("plain drop %s", plain)
+	}
+	// A change of the drop's event shows in the drop.
+	MustStatus(t, f.MustDo(t, http.MethodPatch, "/api/v1/admin/events/"+plain.Str("event"), adminH,
+		map[string]any{"queue_mode": "closed"}), http.StatusOK)
+	if g := f.MustDo(t, http.MethodGet, "/api/v1/drops/"+plain.Str("id"), nil, nil); g.Str("queue_mode") != "closed" {
+		t.Errorf("after PATCH: %s", g)
+	}
+	// The proof of work holds for people in the drop.
+	f.Clock.Advance(opens.Add(time.Second).Sub(f.Clock.Now()))
+	_, tok := f.MustSession(t, "ann")
+	j := f.MustDo(t, http.MethodPost, "/api/v1/events/"+r.Str("event")+"/queue", Bearer(tok), map[string]any{"user_type": "ACTUAL"})
+	MustError(t, j, http.StatusForbidden, "CHALLENGE_FAILED")
 }
 
 // TestDropFalseStartsAndMyResult: joins before the opening answer 409 and

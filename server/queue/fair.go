@@ -98,6 +98,35 @@ func (ev *Event) ensureSeed() {
 	ev.DrawCommitment = fair.DrawCommitment(ev.DrawSeed)
 }
 
+// Opening is how an event opens (API-next.md, "Opening order, queue modes
+// and bot defence"): the fields an event and a drop take at creation and in
+// PATCH. Zero values are the defaults (fifo, no challenge).
+type Opening struct {
+	QueueMode       QueueMode  `json:"queue_mode"`
+	PrequeueOpensAt *time.Time `json:"prequeue_opens_at,omitempty"`
+	Challenge       Challenge  `json:"challenge"`
+	PowBits         int        `json:"pow_bits,omitempty"`
+}
+
+// Opening returns ev's opening settings.
+func (ev Event) Opening() Opening {
+	return Opening{QueueMode: ev.QueueMode, PrequeueOpensAt: ev.PrequeueOpensAt, Challenge: ev.Challenge, PowBits: ev.PowBits}
+}
+
+// SetOpening gives ev the opening o, defaults filled in.
+func (ev *Event) SetOpening(o Opening) {
+	ev.QueueMode, ev.PrequeueOpensAt, ev.Challenge, ev.PowBits = o.QueueMode, o.PrequeueOpensAt, o.Challenge, o.PowBits
+	ev.normalizeFair()
+}
+
+// Validate checks o for an event that opens at opensAt (nil: at creation):
+// a 400 naming the field.
+func (o Opening) Validate(opensAt *time.Time) error {
+	ev := Event{OpensAt: opensAt}
+	ev.SetOpening(o)
+	return ev.validateFair()
+}
+
 // validateFair checks the queue mode and challenge fields.
 func (ev Event) validateFair() error {
 	if !ev.QueueMode.Valid() {
