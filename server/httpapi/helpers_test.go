@@ -111,6 +111,8 @@ type FixtureOptions struct {
 	Logger *slog.Logger
 	// StreamCeiling is the server's stream ceiling (0: none).
 	StreamCeiling int
+	// TrustProxy takes the client's address from X-Forwarded-For.
+	TrustProxy bool
 	// RealClock runs the server on the real clock instead of the fixture's.
 	RealClock bool
 	// Dialect is its SQL store's (store.DialectSQLite when empty).
@@ -188,6 +190,7 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 		AdmissionLog:  st,
 		BindDevice:    o.BindDevice,
 		StreamCeiling: o.StreamCeiling,
+		TrustProxy:    o.TrustProxy,
 		Ready: map[string]func(context.Context) error{
 			"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 			"database": st.Ping,

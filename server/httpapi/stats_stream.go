@@ -34,7 +34,7 @@ func (s *Server) statsStream(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	release := s.claimStream(c, "")
+	release := s.claimStream(c, addressStreams(s.clientAddr(c)))
 	if release == nil {
 		return
 	}

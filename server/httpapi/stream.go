@@ -154,7 +154,7 @@ func emptyData(b []byte) []byte { return append(b, "{}"...) }
 func (s *Server) stream(c *gin.Context) {
 	ctx := c.Request.Context()
 	eventID := c.Param("event")
-	release := s.claimStream(c, eventID+"/"+c.Param("token"))
+	release := s.claimStream(c, tokenStreams(eventID, c.Param("token")))
 	if release == nil {
 		return
 	}

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"sync"
 
 	"github.com/gin-gonic/gin"
@@ -13,6 +14,11 @@ import (
 // one server (API.md: a fifth answers 429).
 const MaxStreamsPerToken = 4
 
+// MaxStatsStreamsPerAddress is how many public stats streams one client
+// address may hold open on one server: enough for a room of screens behind
+// one NAT, too few for one client to take the server's ceiling.
+const MaxStatsStreamsPerAddress = 64
+
 // streamRetryAfter is the Retry-After of a refused fifth stream: about the
 // time a server takes to notice that a client closed one (probeEvery).
 const streamRetryAfter = "2"
@@ -20,8 +26,30 @@ const streamRetryAfter = "2"
 // Why a stream was refused, as rushline_streams_refused_total labels it.
 const (
 	refusedToken   = "token"
+	refusedAddress = "address"
 	refusedCeiling = "ceiling"
 )
+
+// streamOwner is what a stream counts against besides the ceiling: a queue
+// token's streams, or the stats streams of one client address.
+type streamOwner struct {
+	key    string // the map key: "t:" + event/token or "a:" + address
+	most   int
+	reason string // refusedToken or refusedAddress
+	refuse string // the 429's message
+}
+
+// tokenStreams is the owner of the streams of token in eventID.
+func tokenStreams(eventID, token string) streamOwner {
+	return streamOwner{key: "t:" + eventID + "/" + token, most: MaxStreamsPerToken, reason: refusedToken,
+		refuse: fmt.Sprintf("this queue token already holds %d open streams; close one first", MaxStreamsPerToken)}
+}
+
+// addressStreams is the owner of the stats streams of one client address.
+func addressStreams(addr string) streamOwner {
+	return streamOwner{key: "a:" + addr, most: MaxStatsStreamsPerAddress, reason: refusedAddress,
+		refuse: fmt.Sprintf("this address already holds %d open stats streams; close one first", MaxStatsStreamsPerAddress)}
+}
 
 // DefaultStreamCeiling is the stream ceiling of a process allowed
 // descriptors open files: what is left after a reserve of a quarter (at
@@ -45,22 +73,23 @@ type streamLimits struct {
 
 	mu     sync.Mutex
 	n      int
-	tokens map[string]int
+	owners map[string]int // open streams per streamOwner.key
 }
 
 func newStreamLimits(reg *prometheus.Registry, ceiling int) *streamLimits {
 	l := &streamLimits{
 		ceiling: ceiling,
-		tokens:  map[string]int{},
+		owners:  map[string]int{},
 		refused: registerOnce(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rushline_streams_refused_total",
-			Help: "Streams refused: token (429, the token holds its most) or ceiling (503, the server holds its most).",
+			Help: "Streams refused: token (429, the token holds its most), address (429, the address holds its most stats streams) or ceiling (503, the server holds its most).",
 		}, []string{"reason"})),
 		open: registerOnce(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "rushline_streams_open", Help: "Open streams of every kind (queue and stats), counted against the ceiling.",
 		})),
 	}
 	l.refused.WithLabelValues(refusedToken)
+	l.refused.WithLabelValues(refusedAddress)
 	l.refused.WithLabelValues(refusedCeiling)
 	registerOnce(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "rushline_streams_ceiling", Help: "Most streams this server holds open at once (0: no ceiling).",
@@ -68,47 +97,43 @@ func newStreamLimits(reg *prometheus.Registry, ceiling int) *streamLimits {
 	return l
 }
 
-// enter claims a place for one stream of key ("" for a stream of no token)
-// or returns the error to answer. Every successful enter needs one leave.
-func (l *streamLimits) enter(key string) error {
+// enter claims a place for one stream of o or returns the error to answer.
+// Every successful enter needs one leave.
+func (l *streamLimits) enter(o streamOwner) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if key != "" && l.tokens[key] >= MaxStreamsPerToken {
-		l.refused.WithLabelValues(refusedToken).Inc()
-		return queue.Errorf(queue.CodeRateLimited, "this queue token already holds %d open streams; close one first", MaxStreamsPerToken)
+	if l.owners[o.key] >= o.most {
+		l.refused.WithLabelValues(o.reason).Inc()
+		return queue.Errorf(queue.CodeRateLimited, "%s", o.refuse)
 	}
 	if l.ceiling > 0 && l.n >= l.ceiling {
 		l.refused.WithLabelValues(refusedCeiling).Inc()
 		return queue.Errorf(queue.CodeUnavailable, "this server holds all the streams it can; try again shortly")
 	}
 	l.n++
-	if key != "" {
-		l.tokens[key]++
-	}
+	l.owners[o.key]++
 	l.open.Inc()
 	return nil
 }
 
-// leave gives back the place enter(key) claimed.
-func (l *streamLimits) leave(key string) {
+// leave gives back the place enter(o) claimed.
+func (l *streamLimits) leave(o streamOwner) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.n--
-	if key != "" {
-		if l.tokens[key]--; l.tokens[key] <= 0 {
-			delete(l.tokens, key)
-		}
+	if l.owners[o.key]--; l.owners[o.key] <= 0 {
+		delete(l.owners, o.key)
 	}
 	l.open.Dec()
 }
 
-// claimStream claims a place for a stream of key or answers the refusal.
+// claimStream claims a place for a stream of o or answers the refusal.
 // It returns the release to call when the stream ends, nil when the
 // request is answered.
-func (s *Server) claimStream(c *gin.Context, key string) func() {
-	err := s.streams.enter(key)
+func (s *Server) claimStream(c *gin.Context, o streamOwner) func() {
+	err := s.streams.enter(o)
 	if err == nil {
-		return func() { s.streams.leave(key) }
+		return func() { s.streams.leave(o) }
 	}
 	if queue.ErrorCode(err) == queue.CodeRateLimited {
 		c.Header("Retry-After", streamRetryAfter)

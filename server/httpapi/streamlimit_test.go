@@ -27,7 +27,12 @@ func mustRefused(tb testing.TB, r *Response, status int, code string) {
 // closed stream's place comes back when the server notices the client left.
 func (f *Fixture) mustStreamEventually(tb testing.TB, path string) {
 	tb.Helper()
-	client := &http.Client{Transport: f.Client.Transport}
+	f.mustStreamVia(tb, &http.Client{Transport: f.Client.Transport}, path)
+}
+
+// mustStreamVia is mustStreamEventually through client.
+func (f *Fixture) mustStreamVia(tb testing.TB, client *http.Client, path string) {
+	tb.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -124,6 +129,62 @@ func TestStreamCeiling(t *testing.T) {
 	if m := f.MustDo(t, http.MethodGet, "/metrics", nil, nil); !strings.Contains(string(m.Raw), "rushline_streams_open 3") {
 		t.Errorf("/metrics: want rushline_streams_open 3")
 	}
+}
+
+// forwardedFor sends every request as if a proxy had seen it from addr.
+type forwardedFor struct {
+	addr string
+	next http.RoundTripper
+}
+
+func (f forwardedFor) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Forwarded-For", f.addr)
+	return f.next.RoundTrip(r)
+}
+
+// TestStatsStreamsPerAddress: one client address holds at most
+// MaxStatsStreamsPerAddress public stats streams; the next answers 429 while
+// another address still gets one, and a closed stream's place comes back.
+func TestStatsStreamsPerAddress(t *testing.T) {
+	t.Parallel()
+	f := MustServerWith(t, FixtureOptions{TrustProxy: true})
+	f.MustCreateEvent(t, map[string]any{"id": "watched", "seats": 10, "capacity": 5, "admit_batch": 5,
+		"admit_interval_ms": 1000, "active_ttl_s": 60, "policy": "batch"})
+	const path = "/api/v1/events/watched/stats/stream"
+	from := func(addr string) *http.Client {
+		return &http.Client{Transport: forwardedFor{addr: addr, next: f.Client.Transport}}
+	}
+	open := func(c *http.Client) (*sse.Stream, error) {
+		ctx, cancel := context.WithCancel(context.Background())
+		s, err := sse.Open(ctx, c, f.URL+path, "")
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		t.Cleanup(func() { cancel(); _ = s.Close() })
+		return s, nil
+	}
+	screens := from("203.0.113.7")
+	held := make([]*sse.Stream, httpapi.MaxStatsStreamsPerAddress)
+	for i := range held {
+		s, err := open(screens)
+		if err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+		held[i] = s
+	}
+	_, err := open(screens)
+	var se *sse.StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusTooManyRequests {
+		t.Fatalf("stream %d from one address: %v, want 429", len(held)+1, err)
+	}
+	if _, err := open(from("198.51.100.9")); err != nil {
+		t.Fatalf("another address: %v", err)
+	}
+	f.mustMetricEventually(t, `rushline_streams_refused_total{reason="address"}`, "1 refusal", func(v float64, ok bool) bool { return ok && v == 1 })
+	held[0].Close()
+	f.mustStreamVia(t, screens, path)
 }
 
 func TestDefaultStreamCeiling(t *testing.T) {
