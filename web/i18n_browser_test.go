@@ -55,6 +55,17 @@ func (b *browser) MustTap(tb testing.TB, sel string) {
 	}))
 }
 
+// mustFitPhone checks that the phone's page is as wide as the phone: a
+// mobile browser widens its layout to content that sticks out anywhere
+// (even a hidden label in a scrolled table), which scrolls the whole page.
+func mustFitPhone(t *testing.T, b *browser) {
+	t.Helper()
+	b.MustPhone(t)
+	if w := MustEval[int](t, b, `innerWidth`); w != 390 {
+		t.Errorf("the page lays out %d px wide on a 390 px phone; sticking out: %v", w, MustEval[[]string](t, b, overflowJS))
+	}
+}
+
 // englishLeftJS lists the shown text of the page that reads as English:
 // a text with a word of three or more Latin letters and no Hangul, once
 // the names of things (brands, codes, units, the API's words) are taken
@@ -173,7 +184,7 @@ func TestWaitingRoomSpeaksKoreanAndEnglish(t *testing.T) {
 	b.MustWait(t, "the seat map again", `!!document.querySelector("#seat-map button.seat:not([disabled])")`, 20*time.Second)
 	mustSpeakLang(t, b, "en", roomEN)
 	b.MustShot(t, "room-en-desktop.png")
-	b.MustPhone(t)
+	mustFitPhone(t, b)
 	b.MustShot(t, "room-en-phone.png")
 
 	b.MustTap(t, `[data-lang="ko"]`)
@@ -181,7 +192,7 @@ func TestWaitingRoomSpeaksKoreanAndEnglish(t *testing.T) {
 	b.MustRun(t, "reloading", chromedp.Reload())
 	b.MustWait(t, "the seat map again", `!!document.querySelector("#seat-map button.seat:not([disabled])")`, 20*time.Second)
 	mustSpeakKorean(t, b, roomKO)
-	b.MustPhone(t)
+	mustFitPhone(t, b)
 	b.MustShot(t, "room-ko-phone.png")
 	assertNoProblems(t, b)
 
@@ -249,14 +260,14 @@ func TestDashboardSpeaksKoreanAndEnglish(t *testing.T) {
 	b.MustWait(t, "the event's live view again", watching, 20*time.Second)
 	mustSpeakLang(t, b, "en", en)
 	b.MustShot(t, "dashboard-en-desktop.png")
-	b.MustPhone(t)
+	mustFitPhone(t, b)
 	b.MustShot(t, "dashboard-en-phone.png")
 	b.MustTap(t, `[data-lang="ko"]`)
 	mustSpeakKorean(t, b, ko)
 	b.MustRun(t, "reloading", chromedp.Reload())
 	b.MustWait(t, "the event's live view again", watching, 20*time.Second)
 	mustSpeakKorean(t, b, ko)
-	b.MustPhone(t)
+	mustFitPhone(t, b)
 	b.MustShot(t, "dashboard-ko-phone.png")
 	assertNoProblems(t, b)
 }
@@ -293,7 +304,7 @@ func TestWaitingRoomPhoneSections(t *testing.T) {
 		t.Errorf("section tiles %q, want three with their rows and free seats in Korean", tiles)
 	}
 	mustSpeakKorean(t, b, map[string]string{"#seat-overview-help": "구역을 선택하면", "#seat-title": "좌석 선택"})
-	b.MustPhone(t)
+	mustFitPhone(t, b)
 	b.MustShot(t, "room-sections-ko-phone.png")
 
 	b.MustTap(t, `#seat-sections button[data-section="OK"]`)
@@ -308,7 +319,7 @@ func TestWaitingRoomPhoneSections(t *testing.T) {
 	if size < 24 {
 		t.Errorf("seats are %.1f px on a phone, want at least 24 px for a finger", size)
 	}
-	b.MustPhone(t)
+	mustFitPhone(t, b)
 	b.MustShot(t, "room-section-seats-ko-phone.png")
 	seat := MustEval[string](t, b, `[...document.querySelectorAll("#seat-map button.seat:not([disabled])")][30].dataset.seat`)
 	b.MustTap(t, `#seat-map button[data-seat="`+seat+`"]`)
