@@ -231,7 +231,9 @@ func TestDashboardSpeaksKoreanAndEnglish(t *testing.T) {
 	)
 	b.MustWait(t, "the key saved", `document.getElementById("dash-alert").textContent.includes("관리자 키를 이 탭에 저장했습니다")`, 10*time.Second)
 	b.MustRun(t, "watching the event", chromedp.Navigate(base+"/dashboard.html#/event/spring-2026"))
-	watching := visible("#d-pause") + ` && ` + chartDrawn("#d-chart-queue") + ` && document.querySelectorAll("#d-admissions tbody tr").length >= 1`
+	// The rates show once the charts hold 5 s of figures.
+	watching := visible("#d-pause") + ` && ` + chartDrawn("#d-chart-queue") + ` && document.querySelectorAll("#d-admissions tbody tr").length >= 1` +
+		` && document.getElementById("d-inflow").textContent !== "—"`
 	b.MustWait(t, "the event's live view", watching, 20*time.Second)
 	ko := map[string]string{
 		"h1": "운영자 대시보드", "#d-events-title": "이벤트", "#d-pause": "입장 일시 중지", "#d-state": "진행 중",
