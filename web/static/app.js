@@ -881,6 +881,7 @@ const rowsOf = (x) => `${x.first.split('-')[0]}–${x.last.split('-')[0]}`;
 // overview stands alone until a section is picked.
 function renderOverview(m) {
   const area = $('active-area');
+  live($('seat-help'), () => t(phone() ? 'room.seatHelp.tap' : 'room.seatHelp'));
   const { sections } = m;
   if (!sections) {
     area.dataset.view = 'seats';

@@ -64,6 +64,8 @@ addTexts({
     'room.order': 'Order {id}. Your turn is now done; join again to buy another.', 'room.gotSeat': 'You got seat {s}!',
     'room.justTaken': 'Seat {s} was just taken', 'room.buyFailed': 'Couldn\'t buy the seat',
     'room.leave': 'Leave the line', 'room.leaving': 'Leaving…',
+    'room.seatHelp': 'Click or press Enter on a free seat to buy it at once. Arrow keys move between seats.',
+    'room.seatHelp.tap': 'Tap a free seat to buy it at once. Swipe the map to see the rest of the row.',
   },
   ko: {
     'room.live': '실시간 · 2초마다', 'room.reconnecting': '다시 연결하는 중…',
@@ -122,6 +124,8 @@ addTexts({
     'room.order': '예매 번호 {id}. 이번 차례는 끝났습니다. 더 예매하려면 다시 줄을 서세요.', 'room.gotSeat': '{s} 좌석을 예매했습니다!',
     'room.justTaken': '{s} 좌석은 방금 다른 분이 선택했습니다', 'room.buyFailed': '좌석을 예매하지 못했습니다',
     'room.leave': '대기열 나가기', 'room.leaving': '나가는 중…',
+    'room.seatHelp': '빈 좌석을 누르거나 Enter 키를 누르면 바로 예매됩니다. 방향키로 좌석 사이를 옮겨 다닐 수 있습니다.',
+    'room.seatHelp.tap': '빈 좌석을 누르면 바로 예매됩니다. 배치도를 밀어서 나머지 좌석을 보세요.',
   },
   page: {
     'rushline — waiting room': 'rushline — 대기실',
