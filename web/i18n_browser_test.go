@@ -255,6 +255,9 @@ func TestDashboardSpeaksKoreanAndEnglish(t *testing.T) {
 	}
 	b.MustRun(t, "switching to English", chromedp.Click(chromedp.CSS(`[data-lang="en"]`)))
 	mustSpeakLang(t, b, "en", en)
+	if got := MustEval[string](t, b, `document.querySelector("#dash-alert .alert-text").textContent`); got != "Admin key saved for this tab." {
+		t.Errorf("after the switch the alert reads %q, want it in English", got)
+	}
 	if legend := MustEval[string](t, b, `document.querySelector("#d-chart-queue .u-legend").textContent`); !strings.Contains(legend, "Waiting") {
 		t.Errorf("after the switch the queue chart's legend reads %q, want English series", legend)
 	}

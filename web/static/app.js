@@ -101,7 +101,7 @@ async function refreshEvents() {
     renderEventsTable();
     renderEventSelect();
   } catch (err) {
-    showAlert($('events-alert'), friendly(err, 'events'));
+    showAlert($('events-alert'), () => friendly(err, 'events'));
     $('events-live').dataset.state = 'stale';
     live($('events-live'), () => t('room.reconnecting'));
     if (!events.loaded) renderEventSelect();
@@ -251,7 +251,7 @@ async function startSession(e) {
   const alertBox = $('try-alert');
   const chars = Array.from(nick).length;
   if (chars < 1 || chars > 32) {
-    showAlert(alertBox, t('room.nickLength'));
+    showAlert(alertBox, () => t('room.nickLength'));
     input.focus();
     return;
   }
@@ -267,7 +267,7 @@ async function startSession(e) {
     const sel = $('event-select');
     if (!sel.disabled) sel.focus();
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'user'));
+    showAlert(alertBox, () => friendly(err, 'user'));
   } finally {
     btn.disabled = false;
     live(btn, () => t('room.start'));
@@ -320,13 +320,13 @@ let joining = false;
 async function join(eventId) {
   const alertBox = $('try-alert');
   if (!session()) {
-    showAlert(alertBox, t('room.needSession'));
+    showAlert(alertBox, () => t('room.needSession'));
     renderSession();
     $('nickname').focus();
     return;
   }
   if (!eventId) {
-    showAlert(alertBox, t('room.needEvent'));
+    showAlert(alertBox, () => t('room.needEvent'));
     return;
   }
   joining = true;
@@ -347,9 +347,9 @@ async function join(eventId) {
       store.del('session');
       renderSession();
     }
-    let text = friendly(err, 'join');
     const ev = events.byId.get(eventId);
-    if (err.code === 'EVENT_NOT_OPEN' && ev && ev.opens_at) text = t('room.notOpen', { at: fmtTime(ev.opens_at) });
+    const text = err.code === 'EVENT_NOT_OPEN' && ev && ev.opens_at
+      ? () => t('room.notOpen', { at: fmtTime(ev.opens_at) }) : () => friendly(err, 'join');
     const soft = err.code === 'NETWORK' || err.code === 'UNAVAILABLE' || err.code === 'RATE_LIMITED';
     showAlert(alertBox, text, soft ? 'warn' : 'error');
   } finally {
@@ -441,7 +441,7 @@ async function rejoinPrequeued(eventId) {
     stopPrequeue();
     startTicket(eventId, r.token, r, true);
   } catch (err) {
-    showConnNote(friendly(err, 'join'));
+    showConnNote(() => friendly(err, 'join'));
     prequeue.timer = setTimeout(() => rejoinPrequeued(eventId), err.retryAfter ? err.retryAfter * 1000 : 3000);
   }
 }
@@ -533,7 +533,7 @@ async function poll() {
       return;
     }
     ticket.pollFailures++;
-    showConnNote(friendly(err, 'user'));
+    showConnNote(() => friendly(err, 'user'));
     const wait = err.retryAfter ? err.retryAfter * 1000 : Math.min(10000, POLL_MS * (1 + ticket.pollFailures));
     schedulePoll(wait);
   }
@@ -1122,7 +1122,7 @@ async function leave() {
     finish('LEFT');
     $('join-again').focus();
   } catch (err) {
-    showAlert($('try-alert'), friendly(err, 'user'));
+    showAlert($('try-alert'), () => friendly(err, 'user'));
   } finally {
     btn.disabled = false;
     live(btn, () => t('room.leave'));

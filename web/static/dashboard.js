@@ -23,12 +23,12 @@ $('d-key-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const v = $('d-admin-key').value.trim();
   if (!v) {
-    showAlert(alertBox, t('dash.keyFirst'));
+    showAlert(alertBox, () => t('dash.keyFirst'));
     $('d-admin-key').focus();
     return;
   }
   tab.set('adminKey', v);
-  showAlert(alertBox, t('dash.keySaved'), 'success');
+  showAlert(alertBox, () => t('dash.keySaved'), 'success');
   route();
 });
 $('d-key-clear').addEventListener('click', () => {
@@ -39,7 +39,7 @@ $('d-key-clear').addEventListener('click', () => {
 
 function needKey() {
   if (adminKey()) return true;
-  showAlert(alertBox, t('err.UNAUTHENTICATED.admin'));
+  showAlert(alertBox, () => t('err.UNAUTHENTICATED.admin'));
   $('d-admin-key').focus();
   return false;
 }
@@ -141,10 +141,10 @@ async function setPaused(id, pause, button) {
   if (button) button.disabled = true;
   try {
     await api('POST', `/admin/events/${enc(id)}/${pause ? 'pause' : 'resume'}`, { admin: adminKey() });
-    showAlert(alertBox, t(pause ? 'dash.paused' : 'dash.resumed', { id }), 'success');
+    showAlert(alertBox, () => t(pause ? 'dash.paused' : 'dash.resumed', { id }), 'success');
     await refreshEvents();
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
   } finally {
     if (button) button.disabled = false;
   }
@@ -248,7 +248,7 @@ async function watch(id) {
   try {
     renderDetail(await api('GET', `/events/${enc(id)}`));
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
     return;
   }
   if (stopped) return;
@@ -424,25 +424,25 @@ $('d-ft-form').addEventListener('submit', async (e) => {
   const users = $('d-ft-users').value.split(/[\s,]+/).filter(Boolean);
   const n = Number($('d-ft-codes').value || 0);
   if (!Number.isInteger(n) || n < 0 || n > 1000) {
-    showAlert(alertBox, t('dash.codesRange'));
+    showAlert(alertBox, () => t('dash.codesRange'));
     $('d-ft-codes').focus();
     return;
   }
   const codes = Array.from({ length: n }, newCode);
   if (!users.length && !codes.length) {
-    showAlert(alertBox, t('dash.nothingToGrant'), 'info');
+    showAlert(alertBox, () => t('dash.nothingToGrant'), 'info');
     return;
   }
   $('d-ft-grant').disabled = true;
   try {
     const r = await api('POST', `/admin/events/${enc(current.id)}/priority`, { admin: adminKey(), body: { user_ids: users, codes } });
-    showAlert(alertBox, codes.length ? t('dash.granted.codes', { id: current.id, users: r.users, codes: r.codes, list: codes.join(' ') })
-      : t('dash.granted', { id: current.id, users: r.users }), 'success');
+    showAlert(alertBox, () => (codes.length ? t('dash.granted.codes', { id: current.id, users: r.users, codes: r.codes, list: codes.join(' ') })
+      : t('dash.granted', { id: current.id, users: r.users })), 'success');
     $('d-ft-users').value = '';
     $('d-ft-codes').value = '0';
     await refreshGrants(current.id);
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
   } finally {
     $('d-ft-grant').disabled = false;
   }
@@ -454,11 +454,11 @@ $('d-ft-table').addEventListener('click', async (e) => {
   b.disabled = true;
   try {
     await api('DELETE', `/admin/events/${enc(current.id)}/priority/${b.dataset.kind}/${enc(b.dataset.value)}`, { admin: adminKey() });
-    showAlert(alertBox, t('dash.revoked', { id: current.id, what: b.dataset.value }), 'success');
+    showAlert(alertBox, () => t('dash.revoked', { id: current.id, what: b.dataset.value }), 'success');
     await refreshGrants(current.id);
   } catch (err) {
     b.disabled = false;
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
   }
 });
 
@@ -477,7 +477,7 @@ $('d-patch-form').addEventListener('submit', async (e) => {
     if (raw === '') continue;
     const n = Number(raw);
     if (!Number.isInteger(n)) {
-      showAlert(alertBox, t('dash.whole', { field: $(id).labels[0].textContent }));
+      showAlert(alertBox, () => t('dash.whole', { field: $(id).labels[0].textContent }));
       $(id).focus();
       return;
     }
@@ -489,14 +489,14 @@ $('d-patch-form').addEventListener('submit', async (e) => {
   const bits = Number($('d-p-pow-bits').value);
   if ($('d-p-challenge').value === 'pow' && bits !== ev.pow_bits) {
     if (!Number.isInteger(bits)) {
-      showAlert(alertBox, t('dash.bitsRange'));
+      showAlert(alertBox, () => t('dash.bitsRange'));
       $('d-p-pow-bits').focus();
       return;
     }
     body.pow_bits = bits;
   }
   if (!Object.keys(body).length) {
-    showAlert(alertBox, t('dash.nothingToChange'), 'info');
+    showAlert(alertBox, () => t('dash.nothingToChange'), 'info');
     return;
   }
   $('d-patch').disabled = true;
@@ -504,9 +504,9 @@ $('d-patch-form').addEventListener('submit', async (e) => {
     const updated = await api('PATCH', `/admin/events/${enc(current.id)}`, { admin: adminKey(), body });
     current.filled = null;
     renderDetail(updated);
-    showAlert(alertBox, t('dash.changed', { id: current.id, fields: Object.keys(body).join(', ') }), 'success');
+    showAlert(alertBox, () => t('dash.changed', { id: current.id, fields: Object.keys(body).join(', ') }), 'success');
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
   } finally {
     $('d-patch').disabled = false;
   }
@@ -525,7 +525,7 @@ $('d-create-form').addEventListener('submit', async (e) => {
   if (!needKey()) return;
   const id = $('d-id').value.trim();
   if (!/^[a-z0-9-]{1,64}$/.test(id)) {
-    showAlert(alertBox, t('dash.idRule'));
+    showAlert(alertBox, () => t('dash.idRule'));
     $('d-id').focus();
     return;
   }
@@ -534,7 +534,7 @@ $('d-create-form').addEventListener('submit', async (e) => {
     ['admit_interval_ms', 'd-interval'], ['active_ttl_s', 'd-ttl'], ['max_tps', 'd-max-tps']]) {
     const n = Number($(inputId).value);
     if ($(inputId).value.trim() === '' || !Number.isInteger(n)) {
-      showAlert(alertBox, t('dash.whole', { field: $(inputId).labels[0].textContent }));
+      showAlert(alertBox, () => t('dash.whole', { field: $(inputId).labels[0].textContent }));
       $(inputId).focus();
       return;
     }
@@ -543,7 +543,7 @@ $('d-create-form').addEventListener('submit', async (e) => {
   for (const [field, inputId] of [['opens_at', 'd-opens'], ['closes_at', 'd-closes']]) {
     const v = localToISO($(inputId).value);
     if (v === null) {
-      showAlert(alertBox, t('dash.badDate', { field: $(inputId).labels[0].textContent }));
+      showAlert(alertBox, () => t('dash.badDate', { field: $(inputId).labels[0].textContent }));
       $(inputId).focus();
       return;
     }
@@ -552,11 +552,11 @@ $('d-create-form').addEventListener('submit', async (e) => {
   $('d-create').disabled = true;
   try {
     const ev = await api('POST', '/admin/events', { admin: adminKey(), body });
-    showAlert(alertBox, t('dash.created', { id: ev.id }), 'success');
+    showAlert(alertBox, () => t('dash.created', { id: ev.id }), 'success');
     await refreshEvents();
     location.hash = `#/event/${enc(ev.id)}`;
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
   } finally {
     $('d-create').disabled = false;
   }

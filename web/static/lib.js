@@ -2,7 +2,7 @@
 // client, error sentences, server-clock sync, formatting, event states and
 // uPlot charts. Plain ES module, no build step, no outside requests. uPlot
 // comes from /vendor as a global. Texts in Korean and English (i18n.js).
-import { addTexts, t, tr, locale, num } from '/i18n.js';
+import { addTexts, t, tr, live, locale, num } from '/i18n.js';
 
 addTexts({
   en: {
@@ -276,14 +276,16 @@ export function setText(node, text) {
 
 const ICONS = { error: '!', success: '✓', info: 'i', warn: '!' };
 
+// showAlert shows text in box: a string, or a function of the page's
+// language, which a switch of language then rewrites.
 export function showAlert(box, text, kind) {
   const k = kind || 'error';
   box.dataset.kind = k;
-  box.replaceChildren(
-    el('span', { class: 'alert-icon', 'aria-hidden': 'true', text: ICONS[k] }),
-    el('span', { class: 'alert-text', text }),
-    el('button', { class: 'alert-close', type: 'button', 'aria-label': tr('Dismiss'), text: '×' }),
-  );
+  const msg = el('span', { class: 'alert-text' });
+  const close = el('button', { class: 'alert-close', type: 'button', text: '×' });
+  box.replaceChildren(el('span', { class: 'alert-icon', 'aria-hidden': 'true', text: ICONS[k] }), msg, close);
+  live(msg, typeof text === 'function' ? text : () => text);
+  live(close, () => tr('Dismiss'), 'aria-label');
   box.hidden = false;
 }
 
