@@ -110,6 +110,6 @@ addTexts({
     'adaptive — follow downstream load': 'adaptive — 부하 연동', 'adaptive needs ≥ 1': 'adaptive는 1 이상 필요',
     'Window (optional, your local time)': '오픈 기간 (선택, 내 지역 시각)', 'Opens at': '오픈 시각', 'empty: open now': '비우면 바로 오픈',
     'Closes at': '마감 시각', 'empty: never closes': '비우면 마감 없음', 'Create event': '이벤트 만들기',
-    'rushline operator dashboard': 'rushline 운영자 대시보드', 'uPlot licence': 'uPlot 라이선스',
+    'rushline operator dashboard': 'rushline 운영자 대시보드',
   },
 });

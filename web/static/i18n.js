@@ -156,5 +156,7 @@ addTexts({
     'Waiting room': '대기실', 'Practice': '연습', 'Dashboard': '대시보드', 'Skip to content': '본문 바로가기',
     'rushline home': 'rushline 홈', 'Pages': '페이지', 'Server links': '서버 링크', 'Dismiss': '닫기',
     'API (OpenAPI)': 'API (OpenAPI)', 'Events JSON': '이벤트 JSON', 'Metrics': '메트릭', 'Readiness': '준비 상태',
+    'uPlot licence': 'uPlot 라이선스',
+    'rushline practice · bots and people take the same path through the queue': 'rushline 연습 · 봇과 사람이 같은 대기열을 거칩니다',
   },
 });
