@@ -10,15 +10,15 @@ import (
 	"github.com/rushline/rushline/simulator/scenario"
 )
 
-// chooseSection picks section id in the chooser sel, as a person would.
+// chooseSection picks section id in the chooser select sel, as a person would.
 func chooseSection(sel, id string) chromedp.Action[chromedp.Void] {
 	return chromedp.Evaluate[chromedp.Void](`(() => { const s = document.querySelector("` + sel + `");
   s.value = "` + id + `"; s.dispatchEvent(new Event("change", {bubbles: true})); })()`)
 }
 
 // TestWaitingRoomSeatSections: an event over 10,000 seats comes by section;
-// the waiting room shows the first section with a chooser of all three, and
-// a person picks the last section and buys its last seat.
+// the waiting room shows the first section under tiles of all three, and
+// a person picks the last section's tile and buys its last seat.
 func TestWaitingRoomSeatSections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
@@ -41,11 +41,12 @@ func TestWaitingRoomSeatSections(t *testing.T) {
 	b.MustWait(t, "the join button", `!document.getElementById("join").disabled`, 10*time.Second)
 	b.MustRun(t, "joining", chromedp.Click(chromedp.ID("join")))
 	b.MustWait(t, "the first section", `!!document.querySelector('#seat-map button[data-seat="A-1"]')`, 20*time.Second)
-	b.MustWait(t, "the section chooser", visible("#seat-section")+` && document.getElementById("seat-section").options.length === 3`, 10*time.Second)
+	b.MustWait(t, "the section tiles", visible("#seat-sections")+` && document.querySelectorAll("#seat-sections .sec-tile").length === 3 && `+
+		`document.querySelector("#seat-sections .sec-tile").getAttribute("aria-pressed") === "true"`, 10*time.Second)
 	if got := MustEval[string](t, b, `document.getElementById("seat-count").textContent`); !strings.Contains(got, "25,001 of 25,001") {
 		t.Errorf("seat count %q, want the whole map's 25,001 of 25,001 free", got)
 	}
-	b.MustRun(t, "choosing the last section", chooseSection("#seat-section", "OK"))
+	b.MustRun(t, "choosing the last section", chromedp.Click(chromedp.CSS(`#seat-sections button[data-section="OK"]`)))
 	b.MustWait(t, "the last section's first seat", `!!document.querySelector('#seat-map button[data-seat="OK-1"]')`, 20*time.Second)
 	if n := MustEval[int](t, b, `document.querySelectorAll('#seat-map button[data-seat^="A-"]').length`); n != 0 {
 		t.Errorf("%d seats of the first section still drawn", n)

@@ -1,11 +1,13 @@
 // rushline waiting room page: a session, a place in line, the seat map and
 // the live events table. Plain ES module, no build step, no outside
 // requests; it speaks the HTTP API described in API.md. Operators use the
-// dashboard (dashboard.html).
+// dashboard (dashboard.html). Korean and English: room-i18n.js.
 import {
   $, api, enc, tab as store, friendly, el, setText, showAlert, hideAlert, fmtNum, fmtTime, fmtEta, fmtClock,
-  plural, eventState, cssVar, readSeats, showSections,
+  eventState, cssVar, readSeats, dateFormat,
 } from '/lib.js';
+import { t, tr, live, initLang } from '/i18n.js';
+import '/room-i18n.js';
 
 const POLL_MS = 1000;        // queue status
 const SEATS_MS = 2000;       // seat map while ACTIVE
@@ -16,7 +18,8 @@ const SEAT_PAGE_LIMIT = 1500; // most seat buttons drawn at once
 const MAX_SAMPLES = 600;
 const MAX_STATS = 50;        // events whose stats the table refreshes
 
-const BASE_TITLE = document.title;
+// baseTitle is the page's own title, in the page's language.
+const baseTitle = () => tr('rushline — waiting room');
 
 // ---------- session (this tab only) ----------
 
@@ -38,15 +41,20 @@ function bearer() {
 
 function fmtEtaWords(s) {
   if (typeof s !== 'number' || !isFinite(s)) return '';
-  if (s <= 0) return 'your turn could come any moment';
-  if (s < 60) return `about ${plural(Math.round(s), 'second')} to go`;
-  if (s < 3600) return `about ${plural(Math.round(s / 60), 'minute')} to go`;
-  return `about ${Math.round(s / 360) / 10} hours to go`;
+  if (s <= 0) return t('room.eta.soon');
+  if (s < 60) return t('room.eta.s', { n: Math.round(s) });
+  if (s < 3600) return t('room.eta.m', { n: Math.round(s / 60) });
+  return t('room.eta.h', { n: Math.round(s / 360) / 10 });
+}
+
+// fmtWait is the wait shown beside the place: about so long.
+function fmtWait(s) {
+  return typeof s === 'number' && s > 0 ? t('room.wait', { eta: fmtEta(s) }) : fmtEta(s);
 }
 
 function fmtInterval(ms) {
-  if (ms % 1000 === 0) return `${ms / 1000} s`;
-  return `${ms} ms`;
+  if (ms % 1000 === 0) return t('room.secs', { n: ms / 1000 });
+  return t('room.ms', { n: ms });
 }
 
 // ---------- events data (shared by all panels) ----------
@@ -62,11 +70,11 @@ function eventLabel(ev) {
 }
 
 function policyText(ev) {
-  const per = `${fmtNum(ev.admit_batch)} per ${fmtInterval(ev.admit_interval_ms)}`;
+  const per = t('room.per', { n: ev.admit_batch, every: fmtInterval(ev.admit_interval_ms) });
   switch (ev.policy) {
-    case 'batch': return `batch · ${per}`;
-    case 'adaptive': return `adaptive · up to ${per} · max ${fmtNum(ev.max_tps)} TPS`;
-    default: return `capacity ${fmtNum(ev.capacity)} · ${per}`;
+    case 'batch': return t('room.policy.batch', { per });
+    case 'adaptive': return t('room.policy.adaptive', { per, tps: ev.max_tps });
+    default: return t('room.policy.capacity', { per, n: ev.capacity });
   }
 }
 
@@ -89,13 +97,13 @@ async function refreshEvents() {
     events.loaded = true;
     hideAlert($('events-alert'));
     $('events-live').dataset.state = 'live';
-    setText($('events-live'), 'Live · every 2 s');
+    live($('events-live'), () => t('room.live'));
     renderEventsTable();
     renderEventSelect();
   } catch (err) {
-    showAlert($('events-alert'), friendly(err, 'events'));
+    showAlert($('events-alert'), () => friendly(err, 'events'));
     $('events-live').dataset.state = 'stale';
-    setText($('events-live'), 'Reconnecting…');
+    live($('events-live'), () => t('room.reconnecting'));
     if (!events.loaded) renderEventSelect();
   } finally {
     eventsBusy = false;
@@ -125,30 +133,33 @@ function renderEventsTable() {
   const ids = events.list.map((ev) => ev.id);
   $('events-empty').hidden = ids.length > 0;
   const rows = keyedRows(tbody, ids, (id) => {
-    const tr = el('tr', { dataset: { id } });
+    const row = el('tr', { dataset: { id } });
     const bar = el('div', { class: 'bar accent', role: 'progressbar', 'aria-valuemin': '0' }, [el('span')]);
-    tr.append(
-      el('td', { class: 'cell-event', 'data-label': 'Event' }, [el('div', { class: 'ev-name' }), el('div', { class: 'ev-meta' })]),
-      el('td', { 'data-label': 'State' }, [el('span', { class: 'pill' })]),
-      el('td', { class: 'num', 'data-label': 'Waiting', dataset: { k: 'waiting' } }),
-      el('td', { class: 'num', 'data-label': 'Active', dataset: { k: 'active' } }),
-      el('td', { class: 'num', 'data-label': 'Admitted', dataset: { k: 'admitted_total' } }),
-      el('td', { class: 'sold-cell', 'data-label': 'Sold' }, [el('div', { class: 'sold-text' }), bar]),
-      el('td', { class: 'num', 'data-label': 'Seats left', dataset: { k: 'seats_left' } }),
+    row.append(
+      el('td', { class: 'cell-event' }, [el('div', { class: 'ev-name' }), el('div', { class: 'ev-meta' })]),
+      el('td', null, [el('span', { class: 'pill' })]),
+      el('td', { class: 'num', dataset: { k: 'waiting' } }),
+      el('td', { class: 'num', dataset: { k: 'active' } }),
+      el('td', { class: 'num', dataset: { k: 'admitted_total' } }),
+      el('td', { class: 'sold-cell' }, [el('div', { class: 'sold-text' }), bar]),
+      el('td', { class: 'num', dataset: { k: 'seats_left' } }),
     );
-    return tr;
+    return row;
   });
-  rows.forEach((tr, i) => {
+  // The column names, for the phone's layout of a row as a card.
+  const labels = ['Event', 'State', 'Waiting', 'Active', 'Admitted', 'Sold', 'Seats left'].map(tr);
+  rows.forEach((row, i) => {
     const ev = events.list[i];
     const st = ev.stats || {};
-    const cells = tr.cells;
+    const cells = row.cells;
+    labels.forEach((l, k) => cells[k].setAttribute('data-label', l));
     setText(cells[0].children[0], ev.name || ev.id);
     setText(cells[0].children[1], `${ev.id} · ${policyText(ev)}`);
     const state = eventState(ev);
     const pill = cells[1].firstChild;
     pill.dataset.state = state.key;
     setText(pill, state.label);
-    for (const td of tr.querySelectorAll('td[data-k]')) setText(td, fmtNum(st[td.dataset.k]));
+    for (const td of row.querySelectorAll('td[data-k]')) setText(td, fmtNum(st[td.dataset.k]));
     const sold = typeof st.sold === 'number' ? st.sold : 0;
     const seats = ev.seats || 0;
     const pct = seats ? Math.min(100, (sold / seats) * 100) : 0;
@@ -156,7 +167,7 @@ function renderEventsTable() {
     const bar = cells[5].children[1];
     bar.setAttribute('aria-valuemax', String(seats));
     bar.setAttribute('aria-valuenow', String(sold));
-    bar.setAttribute('aria-label', `Seats sold for ${ev.name || ev.id}`);
+    bar.setAttribute('aria-label', t('room.soldFor', { name: ev.name || ev.id }));
     bar.firstChild.style.width = pct + '%';
   });
 }
@@ -165,14 +176,14 @@ function renderEventSelect() {
   const sel = $('event-select');
   const keep = sel.value || (store.get('event') || '');
   if (!events.loaded) {
-    if (sel.options.length !== 1 || sel.options[0].value !== '') sel.replaceChildren(el('option', { value: '', text: 'Loading events…' }));
+    if (sel.options.length !== 1 || sel.options[0].value !== '') sel.replaceChildren(el('option', { value: '' }));
+    setText(sel.options[0], t('room.loading'));
     updateJoinState();
     return;
   }
   if (events.list.length === 0) {
-    if (sel.options.length !== 1 || sel.options[0].textContent !== 'No events yet') {
-      sel.replaceChildren(el('option', { value: '', text: 'No events yet' }));
-    }
+    if (sel.options.length !== 1 || sel.options[0].value !== '') sel.replaceChildren(el('option', { value: '' }));
+    setText(sel.options[0], t('room.noEvents'));
     updateJoinState();
     return;
   }
@@ -201,17 +212,18 @@ async function refreshHealth() {
     const res = await fetch('/readyz', { cache: 'no-store' });
     if (res.ok) {
       box.dataset.state = 'ok';
-      setText(box, 'Server ready');
+      live(box, () => t('room.health.ok'));
     } else {
       box.dataset.state = 'degraded';
       const body = await res.json().catch(() => null);
       const down = Array.isArray(body && body.down) ? body.down : [];
-      const names = { redis: 'Queue store', database: 'Database' };
-      setText(box, down.length ? `${down.map((d) => names[d] || d).join(' and ')} not answering` : 'Storage not answering');
+      const names = { redis: 'room.health.redis', database: 'room.health.database' };
+      live(box, () => (down.length ? t('room.health.down', { what: down.map((d) => (names[d] ? t(names[d]) : d)).join(t('room.and')) })
+        : t('room.health.storage')));
     }
   } catch (_) {
     box.dataset.state = 'down';
-    setText(box, 'Server unreachable');
+    live(box, () => t('room.health.unreachable'));
   }
   setTimeout(refreshHealth, HEALTH_MS);
 }
@@ -239,13 +251,13 @@ async function startSession(e) {
   const alertBox = $('try-alert');
   const chars = Array.from(nick).length;
   if (chars < 1 || chars > 32) {
-    showAlert(alertBox, 'Pick a nickname of 1 to 32 characters.');
+    showAlert(alertBox, () => t('room.nickLength'));
     input.focus();
     return;
   }
   const btn = $('start-session');
   btn.disabled = true;
-  setText(btn, 'Starting…');
+  live(btn, () => t('room.starting'));
   try {
     const r = await api('POST', '/sessions', { body: { nickname: nick } });
     store.set('session', r);
@@ -255,10 +267,10 @@ async function startSession(e) {
     const sel = $('event-select');
     if (!sel.disabled) sel.focus();
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'user'));
+    showAlert(alertBox, () => friendly(err, 'user'));
   } finally {
     btn.disabled = false;
-    setText(btn, 'Start session');
+    live(btn, () => t('room.start'));
   }
 }
 
@@ -284,23 +296,20 @@ function updateJoinState() {
   join.disabled = !s || !ev || live || joining;
   $('step-join').dataset.done = String(live);
   let text;
-  if (!s) text = 'Start a session first.';
-  else if (prequeue.eventId) text = 'You hold a pre-queue place: your place in line comes from the draw at the opening.';
-  else if (live) text = `You are in line for ${ticket.eventName}. Leave it to join another event.`;
-  else if (!events.loaded) text = 'Loading events…';
-  else if (!ev) text = 'No event to join yet: an operator can create one in the Dashboard.';
+  if (!s) text = t('room.hint.session');
+  else if (prequeue.eventId) text = t('room.hint.prequeue');
+  else if (live) text = t('room.hint.inLine', { name: ticket.eventName });
+  else if (!events.loaded) text = t('room.loading');
+  else if (!ev) text = t('room.hint.noEvent');
   else {
     const st = ev.stats || {};
     const bits = [];
     const state = eventState(ev);
-    if (state.key === 'soon') bits.push(`The line opens ${fmtTime(ev.opens_at)}.`);
-    else if (state.key === 'closed') bits.push('The line has closed.');
-    else if (state.key === 'nojoin') bits.push('The line takes no new joins for now; whoever waits keeps their place.');
-    else if (state.key === 'soldout') bits.push('Sold out.');
-    else if (state.key === 'paused') bits.push('Admission is paused: you can queue, but nobody is let in until it resumes.');
-    if (typeof st.seats_left === 'number') bits.push(`${fmtNum(st.seats_left)} of ${fmtNum(ev.seats)} seats left, ${fmtNum(st.waiting)} waiting.`);
-    if (ev.closes_at && state.key !== 'closed') bits.push(`Closes ${fmtTime(ev.closes_at)}.`);
-    bits.push(`You get ${fmtNum(ev.active_ttl_s)} s to buy once admitted.`);
+    if (state.key === 'soon') bits.push(t('room.hint.opens', { at: fmtTime(ev.opens_at) }));
+    else if (['closed', 'nojoin', 'soldout', 'paused'].includes(state.key)) bits.push(t('room.hint.' + state.key));
+    if (typeof st.seats_left === 'number') bits.push(t('room.hint.seats', { left: st.seats_left, seats: ev.seats, waiting: st.waiting }));
+    if (ev.closes_at && state.key !== 'closed') bits.push(t('room.hint.closes', { at: fmtTime(ev.closes_at) }));
+    bits.push(t('room.hint.ttl', { n: ev.active_ttl_s }));
     text = bits.join(' ');
   }
   setText(hint, text);
@@ -311,20 +320,19 @@ let joining = false;
 async function join(eventId) {
   const alertBox = $('try-alert');
   if (!session()) {
-    showAlert(alertBox, 'Start a session first: pick a nickname above.');
+    showAlert(alertBox, () => t('room.needSession'));
     renderSession();
     $('nickname').focus();
     return;
   }
   if (!eventId) {
-    showAlert(alertBox, 'Pick an event to join.');
+    showAlert(alertBox, () => t('room.needEvent'));
     return;
   }
   joining = true;
   const btns = [$('join'), $('join-again')];
   btns.forEach((b) => { b.disabled = true; });
-  const label = $('join').textContent;
-  setText($('join'), 'Joining…');
+  live($('join'), () => t('room.joining'));
   try {
     const body = { user_type: 'ACTUAL' };
     const ev = events.byId.get(eventId);
@@ -339,14 +347,14 @@ async function join(eventId) {
       store.del('session');
       renderSession();
     }
-    let text = friendly(err, 'join');
     const ev = events.byId.get(eventId);
-    if (err.code === 'EVENT_NOT_OPEN' && ev && ev.opens_at) text = `This event's line isn't open yet: it opens ${fmtTime(ev.opens_at)}.`;
+    const text = err.code === 'EVENT_NOT_OPEN' && ev && ev.opens_at
+      ? () => t('room.notOpen', { at: fmtTime(ev.opens_at) }) : () => friendly(err, 'join');
     const soft = err.code === 'NETWORK' || err.code === 'UNAVAILABLE' || err.code === 'RATE_LIMITED';
     showAlert(alertBox, text, soft ? 'warn' : 'error');
   } finally {
     joining = false;
-    setText($('join'), label);
+    live($('join'), () => t('room.join'));
     btns.forEach((b) => { b.disabled = false; });
     updateJoinState();
   }
@@ -364,7 +372,7 @@ async function proveWork(eventId) {
   const expected = 2 ** c.bits;
   box.hidden = false;
   bar.value = 0;
-  setText($('pow-text'), 'Checking you\'re not a bot… 0%');
+  live($('pow-text'), () => t('room.pow', { pct: 0 }));
   try {
     const solution = await new Promise((resolve, reject) => {
       const w = new Worker('/pow-worker.js');
@@ -373,7 +381,7 @@ async function proveWork(eventId) {
         const pct = Math.min(99, Math.floor(100 * (1 - Math.exp(-e.data.tried / expected))));
         if (e.data.solution === undefined) {
           bar.value = pct;
-          setText($('pow-text'), `Checking you're not a bot… ${pct}%`);
+          live($('pow-text'), () => t('room.pow', { pct }));
           return;
         }
         w.terminate();
@@ -383,7 +391,7 @@ async function proveWork(eventId) {
       w.postMessage({ challenge: c.challenge, bits: c.bits });
     });
     bar.value = 100;
-    setText($('pow-text'), 'Checked: you\'re in.');
+    live($('pow-text'), () => t('room.powDone'));
     return { challenge: c.challenge, solution };
   } finally {
     setTimeout(() => { box.hidden = true; }, 1500);
@@ -403,10 +411,10 @@ function startPrequeue(eventId) {
   const ev = events.byId.get(eventId);
   const opens = ev && ev.opens_at ? new Date(ev.opens_at) : null;
   setText($('prequeue-event'), ev ? ev.name || ev.id : eventId);
-  setText($('prequeue-text'), opens
-    ? `You're in; the order is drawn at ${opens.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' })}.`
-    : 'You\'re in; the order is drawn at the opening.');
-  setText($('prequeue-note'), 'Everyone here before the opening gets a place in a random order that anyone can check; keep this tab open.');
+  live($('prequeue-text'), () => (opens
+    ? t('room.pre.at', { at: dateFormat({ hour: '2-digit', minute: '2-digit', second: '2-digit' }).format(opens) })
+    : t('room.pre.opening')));
+  live($('prequeue-note'), () => t('room.pre.note'));
   $('prequeue').hidden = false;
   updateJoinState();
   const wait = opens ? Math.max(1000, opens - Date.now() + 500 + Math.random() * 1500) : 2000;
@@ -433,7 +441,7 @@ async function rejoinPrequeued(eventId) {
     stopPrequeue();
     startTicket(eventId, r.token, r, true);
   } catch (err) {
-    showConnNote(friendly(err, 'join'));
+    showConnNote(() => friendly(err, 'join'));
     prequeue.timer = setTimeout(() => rejoinPrequeued(eventId), err.retryAfter ? err.retryAfter * 1000 : 3000);
   }
 }
@@ -476,10 +484,10 @@ function resetTicket() {
     eventId: '', eventName: '', token: '', status: '', samples: [], startedAt: 0,
     expiresAt: 0, ttlMs: 0, lastAnnounce: 0, lastAnnounced: null, order: null, pollFailures: 0, warned: 0,
   });
-  seatView.key = '';
+  Object.assign(seatView, { key: '', section: null, map: null, zoomed: false });
   $('ticket').hidden = true;
   $('buy-result').replaceChildren();
-  document.title = BASE_TITLE;
+  live(document.querySelector('title'), baseTitle);
 }
 
 function startTicket(eventId, token, entry, fresh) {
@@ -525,7 +533,7 @@ async function poll() {
       return;
     }
     ticket.pollFailures++;
-    showConnNote(friendly(err, 'user'));
+    showConnNote(() => friendly(err, 'user'));
     const wait = err.retryAfter ? err.retryAfter * 1000 : Math.min(10000, POLL_MS * (1 + ticket.pollFailures));
     schedulePoll(wait);
   }
@@ -537,10 +545,8 @@ function hideConnNote() {
   if (!box.hidden && box.dataset.kind === 'warn') hideAlert(box);
 }
 
-const HEADLINES = {
-  WAITING: 'You\'re in line. Keep this tab open; your place is kept even if you reload.',
-  ACTIVE: 'It\'s your turn! Pick a seat before the time runs out.',
-};
+// statusText is a place's status for its badge: the API's word in English.
+const statusText = (status) => t('room.status.' + status);
 
 function applyEntry(r) {
   const status = r.status;
@@ -548,28 +554,28 @@ function applyEntry(r) {
   ticket.status = status;
   const badge = $('status');
   badge.dataset.status = status;
-  setText(badge, status);
+  live(badge, () => statusText(status));
   if (typeof r.waiting === 'number') setText($('waiting'), fmtNum(r.waiting));
   if (typeof r.admitted_total === 'number') setText($('admitted'), fmtNum(r.admitted_total));
 
   if (status === 'WAITING') {
-    setText($('headline'), HEADLINES.WAITING);
-    setText($('position'), fmtNum(r.position));
+    live($('headline'), () => t('room.head.WAITING'));
+    live($('position'), () => fmtNum(r.position));
     delete $('position').dataset.long;
-    setText($('eta'), fmtEta(r.eta_s));
+    live($('eta'), () => fmtWait(r.eta_s));
     $('waiting-area').hidden = false;
     $('active-area').hidden = true;
     $('final-area').hidden = true;
     $('leave').hidden = false;
     addSample(r.position);
     announcePosition(r.position, r.eta_s, prev !== 'WAITING');
-    document.title = `#${fmtNum(r.position)} in line · ${BASE_TITLE}`;
+    live(document.querySelector('title'), () => t('room.title.place', { n: r.position, base: baseTitle() }));
     schedulePoll(POLL_MS);
   } else if (status === 'ACTIVE') {
-    setText($('headline'), HEADLINES.ACTIVE);
-    setText($('position'), 'Your turn');
+    live($('headline'), () => t('room.head.ACTIVE'));
+    live($('position'), () => t('room.yourTurn'));
     $('position').dataset.long = 'true';
-    setText($('eta'), 'now');
+    live($('eta'), () => t('room.now'));
     $('waiting-area').hidden = false;
     $('active-area').hidden = false;
     $('final-area').hidden = true;
@@ -580,8 +586,8 @@ function applyEntry(r) {
     const ev = events.byId.get(ticket.eventId);
     ticket.ttlMs = ev && ev.active_ttl_s ? ev.active_ttl_s * 1000 : Math.max(ticket.ttlMs, ticket.expiresAt - Date.now());
     if (prev !== 'ACTIVE') {
-      announce(`It's your turn! You have ${fmtClock(ticket.expiresAt - Date.now())} to pick a seat.`);
-      document.title = `Your turn! · ${BASE_TITLE}`;
+      announce(t('room.say.turn', { left: fmtClock(ticket.expiresAt - Date.now()) }));
+      live(document.querySelector('title'), () => t('room.title.turn', { base: baseTitle() }));
       startClock();
       refreshSeats();
     }
@@ -593,38 +599,29 @@ function applyEntry(r) {
   $('sign-out').hidden = ticketIsLive();
 }
 
-const FINAL_TEXT = {
-  EXPIRED: 'Your time to buy ran out and your turn went to the next person. Join again to get a new place at the back of the line.',
-  DONE: 'Done: you bought a seat with this turn. You can join the line again for another one.',
-  LEFT: 'You left the line; your place went to the people behind you.',
-  LOST: 'The server no longer knows this place in line (it may have been reset).',
-};
+const FINAL = ['EXPIRED', 'DONE', 'LEFT', 'LOST'];
+const finalText = (status) => (FINAL.includes(status) ? t('room.final.' + status) : '');
 
 function finish(status, extra) {
   stopTimers();
   ticket.status = status;
   const badge = $('status');
   badge.dataset.status = status === 'LOST' ? '' : status;
-  setText(badge, status === 'LOST' ? 'UNKNOWN' : status);
-  const headline = {
-    EXPIRED: 'Your turn expired.',
-    DONE: 'You got a seat!',
-    LEFT: 'You left the line.',
-    LOST: 'This place in line is gone.',
-  }[status] || status;
-  setText($('headline'), headline);
-  setText($('final-text'), extra && status === 'LOST' ? extra + ' Join again to get a new place.' : FINAL_TEXT[status] || '');
+  live(badge, () => statusText(status === 'LOST' ? 'UNKNOWN' : status));
+  const headline = () => (FINAL.includes(status) ? t('room.head.' + status) : status);
+  live($('headline'), headline);
+  live($('final-text'), () => (extra && status === 'LOST' ? extra + ' ' + t('room.joinAgainLost') : finalText(status)));
   $('final-area').hidden = false;
   $('active-area').hidden = true;
   $('leave').hidden = true;
-  setText($('position'), '—');
+  live($('position'), () => '—');
   delete $('position').dataset.long;
-  setText($('eta'), '—');
+  live($('eta'), () => '—');
   if (status === 'DONE' && !ticket.order) {
-    setResult('success', 'Order complete', 'This turn was used for an order.');
+    setResult('success', () => t('room.orderDone'), () => t('room.orderDoneText'));
   }
-  announce(headline + ' ' + (FINAL_TEXT[status] || ''));
-  document.title = BASE_TITLE;
+  announce(headline() + ' ' + finalText(status));
+  live(document.querySelector('title'), baseTitle);
   updateJoinState();
   renderSession();
 }
@@ -648,7 +645,7 @@ function announcePosition(pos, eta, force) {
   if (!due) return;
   ticket.lastAnnounced = pos;
   const words = fmtEtaWords(eta);
-  announce(`You are number ${pos} in line${words ? ', ' + words : ''}.`);
+  announce(words ? t('room.say.placeEta', { n: pos, eta: words }) : t('room.say.place', { n: pos }));
 }
 
 // ---------- position chart ----------
@@ -702,8 +699,8 @@ function drawChart() {
 
   if (!s.length) {
     ctx.textAlign = 'center';
-    ctx.fillText('Waiting for the first update…', w / 2, h / 2);
-    canvas.setAttribute('aria-label', 'Chart of your position in line over time: no data yet');
+    ctx.fillText(t('room.chart.empty'), w / 2, h / 2);
+    canvas.setAttribute('aria-label', t('room.chart.none'));
     return;
   }
 
@@ -731,15 +728,15 @@ function drawChart() {
   const secs = maxT / 1000;
   const step = [5, 10, 15, 30, 60, 120, 300, 600, 1800, 3600].find((st) => secs / st <= 5) || 7200;
   for (let v = 0; v <= secs + 0.001; v += step) {
-    const label = v >= 120 ? `${Math.round(v / 60)}m` : `${v}s`;
+    const label = v >= 120 ? t('room.chart.min', { n: Math.round(v / 60) }) : t('room.chart.sec', { n: v });
     ctx.fillText(label, x(v * 1000), pad.t + ph + 6);
   }
   // Axis titles.
   ctx.textAlign = 'left';
   ctx.textBaseline = 'alphabetic';
-  ctx.fillText('position', 4, 11);
+  ctx.fillText(t('room.chart.y'), 4, 11);
   ctx.textAlign = 'right';
-  ctx.fillText('time since joining', pad.l + pw, 11);
+  ctx.fillText(t('room.chart.x'), pad.l + pw, 11);
 
   // The line.
   ctx.strokeStyle = line;
@@ -760,8 +757,7 @@ function drawChart() {
   ctx.arc(x(last.t), y(last.p), 3.5, 0, Math.PI * 2);
   ctx.fill();
 
-  canvas.setAttribute('aria-label',
-    `Chart of your position in line over time: from ${s[0].p} to ${last.p} in ${Math.round(last.t / 1000)} seconds`);
+  canvas.setAttribute('aria-label', t('room.chart.aria', { from: s[0].p, to: last.p, secs: Math.round(last.t / 1000) }));
 }
 
 if (window.ResizeObserver) {
@@ -791,12 +787,12 @@ function tick() {
   const ttl = ticket.ttlMs || 1;
   $('time-bar').style.width = Math.max(0, Math.min(100, (left / ttl) * 100)) + '%';
   box.dataset.urgent = String(left < 30000);
-  setText($('time-left-label'), left > 0 ? 'Time left to buy' : 'Time is up');
+  setText($('time-left-label'), t(left > 0 ? 'room.timeLeft' : 'room.timeUp'));
   // Warn screen reader users as the window closes, not every second.
   for (const mark of [60000, 30000, 10000]) {
     if (left <= mark && left > mark - 1000 && ticket.warned !== mark && ticket.ttlMs > mark) {
       ticket.warned = mark;
-      announce(`${mark / 1000} seconds left to buy a seat.`);
+      announce(t('room.say.left', { n: mark / 1000 }));
     }
   }
   if (left <= 0 && !expiryPolled) {
@@ -813,6 +809,9 @@ const seatView = {
   key: '',        // eventId + seat count: the layout drawn
   seats: [],      // latest [{id, taken}] (of the section shown)
   section: null,  // the section shown of a map answered by section
+  map: null,      // the latest map read (readSeats)
+  zoomed: false,  // on a phone: a section picked from the overview
+  again: false,   // read the map again as soon as the read under way ends
   rows: [],       // [{name, start, end}] indexes into seats
   width: 1,
   page: 0,
@@ -840,15 +839,20 @@ async function refreshSeats() {
   clearTimeout(ticket.seatTimer);
   if (ticket.status !== 'ACTIVE') return;
   const { eventId, token } = ticket;
-  if (seatView.loading) return;
+  if (seatView.loading) {
+    seatView.again = true;
+    return;
+  }
   seatView.loading = true;
+  seatView.again = false;
   try {
     const m = await readSeats(eventId, token, seatView.section);
     if (ticket.token !== token || ticket.status !== 'ACTIVE') return;
     seatView.section = m.section;
-    showSections($('seat-section-box'), $('seat-section'), m.sections, m.section);
+    seatView.map = m;
+    live($('seat-note'), () => '');
+    renderOverview(m);
     renderSeats(m);
-    setText($('seat-note'), '');
   } catch (err) {
     if (ticket.token !== token) return;
     if (err.code === 'NOT_ACTIVE' && err.status && err.status !== 'ACTIVE') {
@@ -856,14 +860,77 @@ async function refreshSeats() {
       else finish(err.status);
       return;
     }
-    setText($('seat-note'), friendly(err, 'user'));
+    live($('seat-note'), () => friendly(err, 'user'));
   } finally {
     seatView.loading = false;
     if (ticket.token === token && ticket.status === 'ACTIVE') {
-      ticket.seatTimer = setTimeout(refreshSeats, SEATS_MS);
+      ticket.seatTimer = setTimeout(refreshSeats, seatView.again ? 0 : SEATS_MS);
     }
   }
 }
+
+// phone says whether the page is laid out for a phone: a map by section
+// then opens on its overview, and a section is picked to zoom into it.
+const phone = () => window.matchMedia('(max-width: 520px)').matches;
+
+// rowsOf is a section's rows, as "A–K".
+const rowsOf = (x) => `${x.first.split('-')[0]}–${x.last.split('-')[0]}`;
+
+// renderOverview draws the sections of a map answered by section as tiles
+// (their rows and free seats), the one shown pressed; on a phone the
+// overview stands alone until a section is picked.
+function renderOverview(m) {
+  const area = $('active-area');
+  live($('seat-help'), () => t(phone() ? 'room.seatHelp.tap' : 'room.seatHelp'));
+  const { sections } = m;
+  if (!sections) {
+    area.dataset.view = 'seats';
+    $('seat-overview').hidden = true;
+    $('seat-zoom').hidden = true;
+    return;
+  }
+  const alone = phone() && !seatView.zoomed;
+  area.dataset.view = alone ? 'overview' : 'seats';
+  $('seat-overview').hidden = phone() && seatView.zoomed;
+  $('seat-zoom').hidden = !phone() || !seatView.zoomed;
+  const grid = $('seat-sections');
+  if (grid.children.length !== sections.length || sections.some((x, i) => grid.children[i].dataset.section !== x.id)) {
+    grid.replaceChildren(...sections.map((x) => el('button', { type: 'button', class: 'sec-tile', dataset: { section: x.id } }, [
+      el('span', { class: 'sec-name' }), el('span', { class: 'sec-free' }),
+      el('span', { class: 'bar', 'aria-hidden': 'true' }, [el('span')]),
+    ])));
+  }
+  sections.forEach((x, i) => {
+    const b = grid.children[i];
+    setText(b.children[0], t('room.sec.name', { rows: rowsOf(x) }));
+    setText(b.children[1], t('room.sec.free', { free: x.free, seats: x.seats }));
+    b.children[2].firstChild.style.width = (x.seats ? (x.free / x.seats) * 100 : 0) + '%';
+    b.setAttribute('aria-pressed', String(!alone && x.id === m.section));
+    b.dataset.full = String(x.free === 0);
+  });
+  const cur = sections.find((x) => x.id === m.section);
+  if (cur) setText($('seat-zoom-label'), t('room.sec.zoom', { rows: rowsOf(cur), free: cur.free }));
+}
+
+$('seat-sections').addEventListener('click', (e) => {
+  const b = e.target.closest('button.sec-tile');
+  if (!b) return;
+  seatView.section = b.dataset.section;
+  seatView.zoomed = true;
+  if (seatView.map) {
+    // Zoom in at once; the section's seats follow from the server.
+    seatView.map = Object.assign({}, seatView.map, { section: b.dataset.section });
+    renderOverview(seatView.map);
+  }
+  refreshSeats();
+  if (phone() && $('seat-zoom').scrollIntoView) $('seat-zoom').scrollIntoView({ block: 'start' });
+});
+$('seat-back').addEventListener('click', () => {
+  seatView.zoomed = false;
+  if (seatView.map) renderOverview(seatView.map);
+  const pressed = $('seat-sections').querySelector(`button[data-section="${CSS.escape(seatView.section || '')}"]`);
+  if (pressed) pressed.focus();
+});
 
 // renderSeats draws the seats of a map read by readSeats.
 function renderSeats(m) {
@@ -883,8 +950,8 @@ function renderSeats(m) {
       if (b) setSeatState(b, s);
     }
   }
-  setText($('seat-count'), `· ${fmtNum(m.free)} of ${fmtNum(m.total)} free`);
-  if (m.free === 0 && m.total) setText($('seat-note'), 'Every seat is taken: this event is sold out.');
+  live($('seat-count'), () => t('room.seats.free', { free: m.free, total: m.total }));
+  if (m.free === 0 && m.total) live($('seat-note'), () => t('room.seats.soldOut'));
 }
 
 function setSeatState(b, s) {
@@ -898,7 +965,7 @@ function setSeatState(b, s) {
     }
     b.disabled = taken;
   }
-  b.setAttribute('aria-label', `Seat ${s.id}${taken ? ', taken' : ''}`);
+  b.setAttribute('aria-label', t(taken ? 'room.seat.taken' : 'room.seat', { s: s.id }));
 }
 
 function drawSeatPage() {
@@ -932,7 +999,7 @@ function drawSeatPage() {
   if (pages > 1) {
     const first = shown[0];
     const last = shown[shown.length - 1];
-    setText($('seat-page-label'), `Rows ${first.name}–${last.name} (${seatView.page + 1} of ${pages})`);
+    live($('seat-page-label'), () => t('room.rows', { a: first.name, b: last.name, page: seatView.page + 1, pages }));
     $('seat-prev').disabled = seatView.page === 0;
     $('seat-next').disabled = seatView.page >= pages - 1;
   }
@@ -973,10 +1040,6 @@ $('seat-map').addEventListener('click', (e) => {
   buy(b.dataset.seat, b);
 });
 
-$('seat-section').addEventListener('change', (e) => {
-  seatView.section = e.target.value;
-  refreshSeats();
-});
 $('seat-prev').addEventListener('click', () => { seatView.page--; drawSeatPage(); });
 $('seat-next').addEventListener('click', () => { seatView.page++; drawSeatPage(); });
 $('seat-first-free').addEventListener('click', () => {
@@ -989,12 +1052,15 @@ $('seat-first-free').addEventListener('click', () => {
   if (b) b.focus();
 });
 
+// setResult shows the order's answer: title and text are functions, so a
+// change of language rewrites them.
 function setResult(kind, title, text) {
   const box = $('buy-result');
-  box.replaceChildren(el('div', { class: 'card ' + kind }, [
-    el('p', { class: 'title', text: title }),
-    text ? el('p', { text }) : null,
-  ]));
+  const head = el('p', { class: 'title' });
+  const body = text ? el('p') : null;
+  box.replaceChildren(el('div', { class: 'card ' + kind }, [head, body]));
+  live(head, title);
+  if (body) live(body, text);
 }
 
 async function buy(seat, button) {
@@ -1002,36 +1068,38 @@ async function buy(seat, button) {
   seatView.busy = true;
   $('seat-map').dataset.busy = 'true';
   button.setAttribute('aria-busy', 'true');
-  setResult('info', `Buying seat ${seat}…`, '');
+  setResult('info', () => t('room.buying', { s: seat }), null);
   try {
     const r = await api('POST', `/events/${enc(eventId)}/orders`, { body: { token, seat }, bearer: bearer() });
     ticket.order = r;
-    setResult('success', `Seat ${r.seat || seat} is yours!`, `Order ${r.order_id}. Your turn is now done; join again to buy another.`);
+    setResult('success', () => t('room.yours', { s: r.seat || seat }), () => t('room.order', { id: r.order_id }));
     finish('DONE');
-    setText($('headline'), `You got seat ${r.seat || seat}!`);
+    live($('headline'), () => t('room.gotSeat', { s: r.seat || seat }));
     refreshEvents();
   } catch (err) {
     button.removeAttribute('aria-busy');
+    const why = () => friendly(err, err.code === 'UNAUTHENTICATED' ? 'user' : 'buy');
+    const failed = () => t('room.buyFailed');
     switch (err.code) {
       case 'SEAT_TAKEN':
-        setResult('error', `Seat ${seat} was just taken`, friendly(err, 'buy'));
+        setResult('error', () => t('room.justTaken', { s: seat }), why);
         setSeatState(button, { id: seat, taken: true });
         refreshSeats();
         break;
       case 'SOLD_OUT':
-        setResult('error', 'Sold out', friendly(err, 'buy'));
+        setResult('error', () => t('state.soldout'), why);
         refreshSeats();
         break;
       case 'NOT_ACTIVE':
-        setResult('error', 'Couldn\'t buy the seat', friendly(err, 'buy'));
+        setResult('error', failed, why);
         if (err.status && err.status !== 'ACTIVE' && err.status !== 'WAITING') finish(err.status);
         else schedulePoll(0);
         break;
       case 'UNAUTHENTICATED':
-        setResult('error', 'Couldn\'t buy the seat', friendly(err, 'user'));
+        setResult('error', failed, why);
         break;
       default:
-        setResult('error', 'Couldn\'t buy the seat', friendly(err, 'buy'));
+        setResult('error', failed, why);
         refreshSeats();
     }
   } finally {
@@ -1047,17 +1115,17 @@ async function leave() {
   if (!token) return;
   const btn = $('leave');
   btn.disabled = true;
-  setText(btn, 'Leaving…');
+  live(btn, () => t('room.leaving'));
   try {
     await api('DELETE', `/events/${enc(eventId)}/queue/${enc(token)}`, { bearer: bearer() });
     hideAlert($('try-alert'));
     finish('LEFT');
     $('join-again').focus();
   } catch (err) {
-    showAlert($('try-alert'), friendly(err, 'user'));
+    showAlert($('try-alert'), () => friendly(err, 'user'));
   } finally {
     btn.disabled = false;
-    setText(btn, 'Leave the line');
+    live(btn, () => t('room.leave'));
   }
 }
 
@@ -1078,6 +1146,20 @@ $('leave').addEventListener('click', leave);
 
 const nick = store.get('nickname');
 if (nick) $('nickname').value = nick;
+
+// The language: static text now, and what the page drew itself on a switch.
+live($('events-live'), () => t('room.live'));
+initLang(() => {
+  $('live').textContent = ''; // an announcement in the other language
+  renderEventsTable();
+  renderEventSelect();
+  drawChart();
+  if (seatView.map) renderOverview(seatView.map);
+  for (const s of seatView.seats) {
+    const b = seatView.buttons.get(s.id);
+    if (b) setSeatState(b, s);
+  }
+});
 
 renderSession();
 renderEventSelect();

@@ -1,9 +1,12 @@
 // rushline operator dashboard: the events list, live charts of one event
 // (#/event/{id}) from its stats stream, pause/resume, live PATCH of the
-// admission settings, recent admissions, and creating events.
+// admission settings, recent admissions, and creating events. Korean and
+// English: dashboard-i18n.js.
 import {
   $, api, enc, tab, friendly, el, setText, showAlert, hideAlert, fmtNum, fmtTime, eventState, chart, chartsReady,
 } from '/lib.js';
+import { t, tr, live, initLang } from '/i18n.js';
+import '/dashboard-i18n.js';
 
 const EVENTS_MS = 2000;
 const ADMISSIONS_MS = 2000;
@@ -20,12 +23,12 @@ $('d-key-form').addEventListener('submit', (e) => {
   e.preventDefault();
   const v = $('d-admin-key').value.trim();
   if (!v) {
-    showAlert(alertBox, 'Paste the admin key first.');
+    showAlert(alertBox, () => t('dash.keyFirst'));
     $('d-admin-key').focus();
     return;
   }
   tab.set('adminKey', v);
-  showAlert(alertBox, 'Admin key saved for this tab.', 'success');
+  showAlert(alertBox, () => t('dash.keySaved'), 'success');
   route();
 });
 $('d-key-clear').addEventListener('click', () => {
@@ -36,7 +39,7 @@ $('d-key-clear').addEventListener('click', () => {
 
 function needKey() {
   if (adminKey()) return true;
-  showAlert(alertBox, 'This needs the admin key. Paste it into the Admin key field.');
+  showAlert(alertBox, () => t('err.UNAUTHENTICATED.admin'));
   $('d-admin-key').focus();
   return false;
 }
@@ -57,12 +60,12 @@ async function refreshEvents() {
       api('GET', `/events/${enc(ev.id)}`).catch(() => ev)));
     events = details.concat(shown.slice(MAX_STATS));
     $('d-events-live').dataset.state = 'live';
-    setText($('d-events-live'), 'Live · every 2 s');
+    live($('d-events-live'), () => t('dash.live'));
     renderEvents();
   } catch (err) {
     $('d-events-live').dataset.state = 'stale';
     const refused = err.code === 'UNAUTHENTICATED' || err.code === 'FORBIDDEN';
-    setText($('d-events-live'), refused ? 'Admin key refused' : 'Reconnecting…');
+    live($('d-events-live'), () => t(refused ? 'dash.refused' : 'dash.reconnecting'));
   } finally {
     eventsTimer = setTimeout(refreshEvents, EVENTS_MS);
   }
@@ -80,8 +83,9 @@ function renderEvents() {
     keep.add(ev.id);
     let tr = rows.get(ev.id);
     if (!tr) {
-      const watch = el('a', { class: 'btn secondary small', href: `#/event/${enc(ev.id)}`, text: 'Watch' });
-      watch.setAttribute('aria-label', `Watch ${ev.id}`);
+      const watch = el('a', { class: 'btn secondary small', href: `#/event/${enc(ev.id)}` });
+      live(watch, () => t('dash.watch'));
+      live(watch, () => t('dash.watchId', { id: ev.id }), 'aria-label');
       const toggle = el('button', { type: 'button', class: 'btn small', dataset: { id: ev.id, action: 'toggle' } });
       tr = el('tr', { dataset: { id: ev.id } }, [
         el('td', { class: 'cell-event' }, [el('span', { class: 'ev-name' }), el('span', { class: 'ev-meta' })]),
@@ -94,7 +98,7 @@ function renderEvents() {
     }
     const c = tr.children;
     setText(c[0].firstChild, ev.name || ev.id);
-    setText(c[0].lastChild, ev.practice ? `${ev.id} · practice` : ev.id);
+    setText(c[0].lastChild, ev.practice ? t('dash.practiceId', { id: ev.id }) : ev.id);
     const state = eventState(ev);
     const pill = c[1].firstChild;
     pill.dataset.state = state.key;
@@ -110,8 +114,8 @@ function renderEvents() {
     toggle.hidden = state.key === 'soldout' || state.key === 'closed';
     toggle.dataset.paused = String(!!ev.paused);
     toggle.className = ev.paused ? 'btn small' : 'btn danger small';
-    setText(toggle, ev.paused ? 'Resume' : 'Pause');
-    toggle.setAttribute('aria-label', `${ev.paused ? 'Resume' : 'Pause'} ${ev.id}`);
+    setText(toggle, t(ev.paused ? 'dash.resume' : 'dash.pause'));
+    toggle.setAttribute('aria-label', t(ev.paused ? 'dash.resumeId' : 'dash.pauseId', { id: ev.id }));
     tr.setAttribute('aria-current', String(ev.id === current.id));
     tbody.append(tr);
   }
@@ -137,10 +141,10 @@ async function setPaused(id, pause, button) {
   if (button) button.disabled = true;
   try {
     await api('POST', `/admin/events/${enc(id)}/${pause ? 'pause' : 'resume'}`, { admin: adminKey() });
-    showAlert(alertBox, `${id}: admission ${pause ? 'paused. Joins still queue; nobody is admitted until you resume' : 'resumed'}.`, 'success');
+    showAlert(alertBox, () => t(pause ? 'dash.paused' : 'dash.resumed', { id }), 'success');
     await refreshEvents();
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
   } finally {
     if (button) button.disabled = false;
   }
@@ -148,7 +152,7 @@ async function setPaused(id, pause, button) {
 
 // ---------- one event, live ----------
 
-const current = { id: null, stop: () => {}, filled: null };
+const current = { id: null, stop: () => {}, filled: null, relabel: null };
 
 function route() {
   const m = location.hash.match(/^#\/event\/([^/]+)/);
@@ -158,13 +162,15 @@ function route() {
   current.stop = () => {};
   current.id = id;
   current.filled = null;
+  current.relabel = null;
   $('d-detail').hidden = !id;
   for (const [rid, tr] of rows) tr.setAttribute('aria-current', String(rid === id));
+  const title = document.querySelector('title');
   if (!id) {
-    document.title = 'rushline — operator dashboard';
+    live(title, () => tr('rushline — operator dashboard'));
     return;
   }
-  document.title = `rushline — ${id} (dashboard)`;
+  live(title, () => t('dash.title', { id }));
   watch(id);
 }
 
@@ -176,11 +182,13 @@ function renderDetail(ev) {
   $('d-state').dataset.state = state.key;
   setText($('d-state'), state.label);
   const extra = [];
-  if (ev.queue_mode && ev.queue_mode !== 'fifo') extra.push(`mode ${ev.queue_mode.replace('_', ' ')}`);
-  if (ev.challenge === 'pow') extra.push(`proof of work ${ev.pow_bits} bits`);
-  setText($('d-policy'), `Policy ${ev.policy} · capacity ${fmtNum(ev.capacity)} · ${fmtNum(ev.admit_batch)} per ` +
-    `${fmtNum(ev.admit_interval_ms)} ms · active TTL ${fmtNum(ev.active_ttl_s)} s · ${fmtNum(ev.seats)} seats` +
-    (ev.practice ? ' · practice race' : '') + extra.map((x) => ' · ' + x).join(''));
+  if (ev.practice) extra.push(t('dash.practiceRace'));
+  if (ev.queue_mode && ev.queue_mode !== 'fifo') extra.push(t('dash.mode.' + ev.queue_mode));
+  if (ev.challenge === 'pow') extra.push(t('dash.pow', { n: ev.pow_bits }));
+  setText($('d-policy'), t('dash.policyLine', {
+    policy: t('dash.policy.' + ev.policy), capacity: ev.capacity, batch: ev.admit_batch,
+    ms: ev.admit_interval_ms, ttl: ev.active_ttl_s, seats: ev.seats,
+  }) + extra.map((x) => ' · ' + x).join(''));
   const over = state.key === 'soldout' || state.key === 'closed';
   $('d-pause').hidden = !!ev.paused || over;
   $('d-resume').hidden = !ev.paused || over;
@@ -240,7 +248,7 @@ async function watch(id) {
   try {
     renderDetail(await api('GET', `/events/${enc(id)}`));
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
     return;
   }
   if (stopped) return;
@@ -257,11 +265,27 @@ async function watch(id) {
   let uf = null;
   let ur = null;
   if (chartsReady()) {
-    uq = chart(boxQ, [{ label: 'Waiting' }, { label: 'Active' }], [[], [], []], { xTime: true, height: 220 });
-    uf = chart(boxF, [{ label: 'Admitted' }, { label: 'Sold' }], [[], [], []], { xTime: true, height: 220 });
-    ur = chart(boxR, [{ label: 'Joined/min' }, { label: 'Admitted/min' }, { label: 'No-shows/min' }],
-      [[], [], [], []], { xTime: true, height: 220 });
+    const o = { xTime: true, height: 220, xLabel: t('dash.chart.time') };
+    uq = chart(boxQ, [{ label: t('dash.chart.waiting') }, { label: t('dash.chart.active') }], [[], [], []],
+      Object.assign({ yLabel: t('dash.chart.people') }, o));
+    uf = chart(boxF, [{ label: t('dash.chart.admitted') }, { label: t('dash.chart.sold') }], [[], [], []],
+      Object.assign({ yLabel: t('dash.chart.total') }, o));
+    ur = chart(boxR, [{ label: t('dash.chart.joins') }, { label: t('dash.chart.admits') }, { label: t('dash.chart.noshows') }],
+      [[], [], [], []], Object.assign({ yLabel: t('dash.chart.perMin') }, o));
     stops.push(() => { uq.destroy(); uf.destroy(); ur.destroy(); });
+    // A change of language names the series and axes anew; the data stays.
+    current.relabel = () => {
+      for (const [u, keys, y] of [[uq, ['waiting', 'active'], 'people'], [uf, ['admitted', 'sold'], 'total'],
+        [ur, ['joins', 'admits', 'noshows'], 'perMin']]) {
+        u.series[0].label = t('dash.chart.time');
+        keys.forEach((k, i) => { u.series[i + 1].label = t('dash.chart.' + k); });
+        u.axes[0].label = t('dash.chart.time');
+        u.axes[1].label = t('dash.chart.' + y);
+        const names = u.root.querySelectorAll('.u-legend .u-label');
+        names.forEach((n, i) => { if (u.series[i]) n.textContent = u.series[i].label; });
+        u.redraw(false, true);
+      }
+    };
   }
   let latest = null;
   const add = (s) => {
@@ -325,22 +349,22 @@ async function watch(id) {
         const r = await api('GET', `/admin/events/${enc(id)}/admissions?limit=50`, { admin: adminKey() });
         const list = Array.isArray(r && r.admissions) ? r.admissions : [];
         $('d-admissions-empty').hidden = list.length > 0;
-        setText($('d-admissions-empty'), 'Nobody admitted yet.');
+        live($('d-admissions-empty'), () => t('dash.nobody'));
         tbody.replaceChildren(...list.map((a) => el('tr', null, [
           el('td', { class: 'num', text: fmtNum(a.admission_no) }),
           el('td', { class: 'mono', text: a.user_id }),
-          el('td', { text: a.user_type }),
+          el('td', { text: t('dash.type.' + a.user_type) }),
           el('td', { class: 'num', text: fmtNum(a.seq) }),
           el('td', { text: fmtTime(a.admitted_at) }),
         ])));
       } catch (err) {
         $('d-admissions-empty').hidden = false;
-        setText($('d-admissions-empty'), friendly(err, 'admin'));
+        live($('d-admissions-empty'), () => friendly(err, 'admin'));
       }
     } else {
       tbody.replaceChildren();
       $('d-admissions-empty').hidden = false;
-      setText($('d-admissions-empty'), 'The admissions need the admin key.');
+      live($('d-admissions-empty'), () => t('dash.admissionsKey'));
     }
     if (!stopped) timers.admissions = setTimeout(admissions, ADMISSIONS_MS);
   };
@@ -361,7 +385,7 @@ async function refreshGrants(id) {
   if (!adminKey()) {
     tbody.replaceChildren();
     $('d-ft-empty').hidden = false;
-    setText($('d-ft-empty'), 'The grants need the admin key.');
+    live($('d-ft-empty'), () => t('dash.grantsKey'));
     return;
   }
   try {
@@ -369,21 +393,21 @@ async function refreshGrants(id) {
     const users = Array.isArray(r && r.users) ? r.users : [];
     const codes = Array.isArray(r && r.codes) ? r.codes : [];
     const revoke = (kind, value) => {
-      const b = el('button', { type: 'button', class: 'link-btn', text: 'Revoke', dataset: { kind, value } });
-      b.setAttribute('aria-label', `Revoke ${value}`);
+      const b = el('button', { type: 'button', class: 'link-btn', text: t('dash.revoke'), dataset: { kind, value } });
+      b.setAttribute('aria-label', t('dash.revokeId', { id: value }));
       return b;
     };
     tbody.replaceChildren(
-      ...users.map((u) => el('tr', null, [el('td', { text: 'user' }), el('td', { class: 'mono', text: u }),
+      ...users.map((u) => el('tr', null, [el('td', { text: t('dash.kind.user') }), el('td', { class: 'mono', text: u }),
         el('td', { text: '—' }), el('td', null, revoke('users', u))])),
-      ...codes.map((c) => el('tr', null, [el('td', { text: 'code' }), el('td', { class: 'mono', text: c.code }),
-        el('td', { class: 'mono', text: c.redeemed_by || 'unused' }), el('td', null, c.redeemed_by ? null : revoke('codes', c.code))])),
+      ...codes.map((c) => el('tr', null, [el('td', { text: t('dash.kind.code') }), el('td', { class: 'mono', text: c.code }),
+        el('td', { class: c.redeemed_by ? 'mono' : '', text: c.redeemed_by || t('dash.unused') }), el('td', null, c.redeemed_by ? null : revoke('codes', c.code))])),
     );
     $('d-ft-empty').hidden = users.length + codes.length > 0;
-    setText($('d-ft-empty'), 'No FAST TRACK grants yet.');
+    live($('d-ft-empty'), () => t('dash.noGrants'));
   } catch (err) {
     $('d-ft-empty').hidden = false;
-    setText($('d-ft-empty'), friendly(err, 'admin'));
+    live($('d-ft-empty'), () => friendly(err, 'admin'));
   }
 }
 
@@ -400,25 +424,25 @@ $('d-ft-form').addEventListener('submit', async (e) => {
   const users = $('d-ft-users').value.split(/[\s,]+/).filter(Boolean);
   const n = Number($('d-ft-codes').value || 0);
   if (!Number.isInteger(n) || n < 0 || n > 1000) {
-    showAlert(alertBox, 'New codes must be a whole number from 0 to 1,000.');
+    showAlert(alertBox, () => t('dash.codesRange'));
     $('d-ft-codes').focus();
     return;
   }
   const codes = Array.from({ length: n }, newCode);
   if (!users.length && !codes.length) {
-    showAlert(alertBox, 'Nothing to grant: type user ids or a number of codes.', 'info');
+    showAlert(alertBox, () => t('dash.nothingToGrant'), 'info');
     return;
   }
   $('d-ft-grant').disabled = true;
   try {
     const r = await api('POST', `/admin/events/${enc(current.id)}/priority`, { admin: adminKey(), body: { user_ids: users, codes } });
-    showAlert(alertBox, `${current.id}: FAST TRACK for ${fmtNum(r.users)} user(s)` +
-      (codes.length ? ` and ${fmtNum(r.codes)} new code(s): ${codes.join(' ')}` : '') + '.', 'success');
+    showAlert(alertBox, () => (codes.length ? t('dash.granted.codes', { id: current.id, users: r.users, codes: r.codes, list: codes.join(' ') })
+      : t('dash.granted', { id: current.id, users: r.users })), 'success');
     $('d-ft-users').value = '';
     $('d-ft-codes').value = '0';
     await refreshGrants(current.id);
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
   } finally {
     $('d-ft-grant').disabled = false;
   }
@@ -430,11 +454,11 @@ $('d-ft-table').addEventListener('click', async (e) => {
   b.disabled = true;
   try {
     await api('DELETE', `/admin/events/${enc(current.id)}/priority/${b.dataset.kind}/${enc(b.dataset.value)}`, { admin: adminKey() });
-    showAlert(alertBox, `${current.id}: revoked ${b.dataset.value}.`, 'success');
+    showAlert(alertBox, () => t('dash.revoked', { id: current.id, what: b.dataset.value }), 'success');
     await refreshGrants(current.id);
   } catch (err) {
     b.disabled = false;
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
   }
 });
 
@@ -453,7 +477,7 @@ $('d-patch-form').addEventListener('submit', async (e) => {
     if (raw === '') continue;
     const n = Number(raw);
     if (!Number.isInteger(n)) {
-      showAlert(alertBox, `${$(id).labels[0].textContent} must be a whole number.`);
+      showAlert(alertBox, () => t('dash.whole', { field: $(id).labels[0].textContent }));
       $(id).focus();
       return;
     }
@@ -465,14 +489,14 @@ $('d-patch-form').addEventListener('submit', async (e) => {
   const bits = Number($('d-p-pow-bits').value);
   if ($('d-p-challenge').value === 'pow' && bits !== ev.pow_bits) {
     if (!Number.isInteger(bits)) {
-      showAlert(alertBox, 'Work (bits) must be a whole number from 1 to 28.');
+      showAlert(alertBox, () => t('dash.bitsRange'));
       $('d-p-pow-bits').focus();
       return;
     }
     body.pow_bits = bits;
   }
   if (!Object.keys(body).length) {
-    showAlert(alertBox, 'Nothing to change: the fields match the event.', 'info');
+    showAlert(alertBox, () => t('dash.nothingToChange'), 'info');
     return;
   }
   $('d-patch').disabled = true;
@@ -480,9 +504,9 @@ $('d-patch-form').addEventListener('submit', async (e) => {
     const updated = await api('PATCH', `/admin/events/${enc(current.id)}`, { admin: adminKey(), body });
     current.filled = null;
     renderDetail(updated);
-    showAlert(alertBox, `${current.id}: changed ${Object.keys(body).join(', ')}. It applies at the next tick.`, 'success');
+    showAlert(alertBox, () => t('dash.changed', { id: current.id, fields: Object.keys(body).join(', ') }), 'success');
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
   } finally {
     $('d-patch').disabled = false;
   }
@@ -501,7 +525,7 @@ $('d-create-form').addEventListener('submit', async (e) => {
   if (!needKey()) return;
   const id = $('d-id').value.trim();
   if (!/^[a-z0-9-]{1,64}$/.test(id)) {
-    showAlert(alertBox, 'The id must be 1 to 64 of a–z, 0–9 and -.');
+    showAlert(alertBox, () => t('dash.idRule'));
     $('d-id').focus();
     return;
   }
@@ -510,7 +534,7 @@ $('d-create-form').addEventListener('submit', async (e) => {
     ['admit_interval_ms', 'd-interval'], ['active_ttl_s', 'd-ttl'], ['max_tps', 'd-max-tps']]) {
     const n = Number($(inputId).value);
     if ($(inputId).value.trim() === '' || !Number.isInteger(n)) {
-      showAlert(alertBox, `${$(inputId).labels[0].textContent} must be a whole number.`);
+      showAlert(alertBox, () => t('dash.whole', { field: $(inputId).labels[0].textContent }));
       $(inputId).focus();
       return;
     }
@@ -519,7 +543,7 @@ $('d-create-form').addEventListener('submit', async (e) => {
   for (const [field, inputId] of [['opens_at', 'd-opens'], ['closes_at', 'd-closes']]) {
     const v = localToISO($(inputId).value);
     if (v === null) {
-      showAlert(alertBox, `${$(inputId).labels[0].textContent} is not a valid date and time.`);
+      showAlert(alertBox, () => t('dash.badDate', { field: $(inputId).labels[0].textContent }));
       $(inputId).focus();
       return;
     }
@@ -528,16 +552,21 @@ $('d-create-form').addEventListener('submit', async (e) => {
   $('d-create').disabled = true;
   try {
     const ev = await api('POST', '/admin/events', { admin: adminKey(), body });
-    showAlert(alertBox, `Event ${ev.id} created.`, 'success');
+    showAlert(alertBox, () => t('dash.created', { id: ev.id }), 'success');
     await refreshEvents();
     location.hash = `#/event/${enc(ev.id)}`;
   } catch (err) {
-    showAlert(alertBox, friendly(err, 'admin'));
+    showAlert(alertBox, () => friendly(err, 'admin'));
   } finally {
     $('d-create').disabled = false;
   }
 });
 
 hideAlert(alertBox);
+live($('d-events-live'), () => t('dash.live'));
+initLang(() => {
+  renderEvents();
+  if (current.relabel) current.relabel();
+});
 refreshEvents();
 route();

@@ -1,8 +1,6 @@
-// rushline practice arena: Korean and English. The language comes from
-// the browser (navigator.language), a choice made with the header's
-// switch is kept; elements carry data-i18n="key" (their text),
-// data-i18n-title / data-i18n-alt (those attributes).
-import { local } from '/lib.js';
+// rushline practice arena's texts in Korean and English, added to the
+// shared tables of i18n.js (which has the language, its switch and t).
+import { addTexts } from '/i18n.js';
 
 const EN = {
   'clock.label': 'Server time', 'clock.title': 'The server\'s clock, to the millisecond',
@@ -112,41 +110,6 @@ const PAGE_KO = {
   'Scenario': '시나리오', 'Join rank': '입장 순위', 'When': '일시', 'Rank': '순위',
 };
 
-const KEY = 'lang';
+addTexts({ en: EN, ko: KO, page: PAGE_KO });
 
-// lang is the page's language: the one chosen, else the browser's.
-export let lang = local.get(KEY) || ((navigator.languages || [navigator.language || 'en'])
-  .some((l) => String(l).toLowerCase().startsWith('ko')) ? 'ko' : 'en');
-
-// t is the text of key in the page's language, with {name} filled from vars.
-export function t(key, vars) {
-  const s = (lang === 'ko' ? KO[key] : EN[key]) || EN[key] || key;
-  return vars ? s.replace(/\{(\w+)\}/g, (_, k) => (vars[k] != null ? String(vars[k]) : '')) : s;
-}
-
-// english remembers each translated element's English text.
-const english = new WeakMap();
-
-// applyLang writes the page in the language: data-i18n keys, and the
-// static words of the page found in PAGE_KO.
-export function applyLang(root) {
-  document.documentElement.lang = lang;
-  const scope = root || document;
-  for (const e of scope.querySelectorAll('[data-i18n]')) e.textContent = t(e.dataset.i18n);
-  for (const e of scope.querySelectorAll('[data-i18n-title]')) e.title = t(e.dataset.i18nTitle);
-  for (const e of scope.querySelectorAll('[data-i18n-alt]')) e.alt = t(e.dataset.i18nAlt);
-  for (const e of scope.querySelectorAll('h1, h2, dt, th, label, .site-nav a, button, a.btn, legend, caption, .ct-label, .label')) {
-    if (e.dataset.i18n || e.children.length) continue;
-    if (!english.has(e)) english.set(e, e.textContent.trim());
-    const en = english.get(e);
-    if (PAGE_KO[en]) e.textContent = lang === 'ko' ? PAGE_KO[en] : en;
-  }
-  for (const b of document.querySelectorAll('[data-lang]')) b.setAttribute('aria-pressed', String(b.dataset.lang === lang));
-}
-
-// setLang switches the language and keeps the choice.
-export function setLang(l) {
-  lang = l === 'ko' ? 'ko' : 'en';
-  local.set(KEY, lang);
-  applyLang();
-}
+export { t, lang, applyLang, setLang } from '/i18n.js';
