@@ -146,7 +146,7 @@ func TestPracticeEarlyResult(t *testing.T) {
 					tc.end(r, t)
 					ended := time.Now()
 					early := mustResult(t, f, r.id, token)
-					t.Logf("result %v after the attempt's end (expiry: after the window)", time.Since(ended).Round(time.Millisecond))
+					t.Logf("result %v after the end step (for the turn that ran out and the sell-out, the end itself comes later)", time.Since(ended).Round(time.Millisecond))
 					if tc.paused && tc.botsAhead == 0 {
 						r.resume(t) // the crowd may finish now
 					}

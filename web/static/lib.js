@@ -111,7 +111,7 @@ export function friendly(err, where) {
     case 'TOKEN_OWNER_MISMATCH':
       return 'That place in line belongs to another session.';
     case 'RACE_NOT_FINISHED':
-      return 'The race isn\'t over yet: waiting for the bots to finish.';
+      return 'Your race isn\'t over yet: the result comes once your attempt has ended.';
     case 'UNAUTHENTICATED':
       if (where === 'admin') return 'This needs the admin key. Paste it into the Admin key field.';
       return 'Your session has expired or isn\'t valid any more. Pick a nickname again.';
