@@ -15,11 +15,11 @@ import { t, lang, applyLang, setLang } from '/practice-i18n.js';
 const LIVE_MS = 1000;
 const SEATS_MS = 1000;
 // A solo race's result is asked for again with backoff: soon while the
-// person's attempt may just have ended (every 2 s at most while it runs
-// on), then more rarely while the crowd races on and its side fills in,
-// until the result is final.
+// person's attempt may just have ended (every second at most while it
+// runs on), then more rarely while the crowd races on and its side fills
+// in, until the result is final.
 const RESULT_FIRST_MS = 400;
-const RESULT_PENDING_MAX_MS = 2000;
+const RESULT_PENDING_MAX_MS = 1000;
 const RESULT_PARTIAL_MS = 1000;
 const RESULT_MAX_MS = 5000;
 const DROP_MS = 1000;
