@@ -16,7 +16,8 @@ import (
 // person's attempt runs, shows their result as soon as it has ended (here
 // a leave at the opening) with the bots' side labelled partial, and turns
 // final by itself once the crowd is done (testdata/browser-fill.yaml: 60
-// bots over 15 s). How long the result took is logged, not tested.
+// bots over 15 s). In Korean: TestPracticeRace reads the English. How long
+// the result took is logged, not tested.
 func TestPracticeResultFillsIn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
@@ -43,12 +44,14 @@ func TestPracticeResultFillsIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The session the page keeps, then the race's result page before the opening.
+	// The session the page keeps and Korean, then the race's result page
+	// before the opening.
 	b.MustRun(t, "opening the practice page", chromedp.Navigate(base+"/practice.html#/history"))
 	b.MustWait(t, "the practice page", `document.readyState === "complete" && !!document.getElementById("view-result")`, 20*time.Second)
-	MustEval[bool](t, b, fmt.Sprintf(`(localStorage.setItem("rushline.practice.session", %q), location.hash = %q, true)`,
+	MustEval[bool](t, b, fmt.Sprintf(`(localStorage.setItem("rushline.practice.session", %q), localStorage.setItem("rushline.lang", '"ko"'), location.hash = %q, true)`,
 		raw, "#/race/"+id+"/result"))
-	b.MustWait(t, "the waiting note", `document.getElementById("r-wait").textContent.includes("still on")`, 10*time.Second)
+	b.MustRun(t, "reloading in Korean", chromedp.Reload())
+	b.MustWait(t, "the waiting note", `document.documentElement.lang === "ko" && document.getElementById("r-wait").textContent.includes("아직 경기 중")`, 10*time.Second)
 
 	// Join at the opening and leave at once: the attempt has ended.
 	time.Sleep(time.Until(start.OpensAt.Add(20 * time.Millisecond)))
@@ -77,15 +80,15 @@ func TestPracticeResultFillsIn(t *testing.T) {
 			.map(id => [id, document.getElementById(id).textContent]))`)
 	}
 	p := page()
-	for id, want := range map[string]string{"r-wait": "still racing", "r-scenario": "bots joined so far", "r-sold": "so far",
-		"r-outcome": "Left the line"} {
+	for id, want := range map[string]string{"r-wait": "봇들이 아직 경쟁 중", "r-scenario": "지금까지", "r-sold": "지금까지",
+		"r-outcome": "대기 취소", "r-outcomes": "아직 경쟁 중"} {
 		if !strings.Contains(p[id], want) {
 			t.Errorf("partial result: #%s says %q, want %q in it", id, p[id], want)
 		}
 	}
-	b.MustShot(t, "result-partial.png")
+	b.MustShot(t, "result-partial-ko.png")
 	b.MustPhone(t)
-	b.MustShot(t, "result-partial-phone.png")
+	b.MustShot(t, "result-partial-ko-phone.png")
 
 	b.MustWait(t, "the final result", `document.getElementById("r-body").dataset.final === "true"`, 60*time.Second)
 	MustCall(t, "GET", base+"/api/v1/practice/"+id+"/result", auth, nil, &res)
@@ -94,7 +97,7 @@ func TestPracticeResultFillsIn(t *testing.T) {
 	}
 	p = page()
 	if p["r-wait"] != "" || !strings.Contains(p["r-scenario"], "60 bots") || p["r-sold"] != fmt.Sprintf("%d of 20", res.Sold) ||
-		strings.Contains(p["r-outcomes"], "Still racing") {
+		strings.Contains(p["r-outcomes"], "아직 경쟁 중") || strings.Contains(p["r-scenario"], "지금까지") {
 		t.Errorf("final result page says %q", p)
 	}
 	var sum int
@@ -108,6 +111,6 @@ func TestPracticeResultFillsIn(t *testing.T) {
 	if sum != 60 {
 		t.Errorf("the bots' outcomes on the page add up to %d, want 60", sum)
 	}
-	b.MustShot(t, "result-final-phone.png")
+	b.MustShot(t, "result-final-ko-phone.png")
 	assertNoProblems(t, b)
 }
