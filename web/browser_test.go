@@ -384,6 +384,7 @@ func TestDashboardCreatesAndPausesEvent(t *testing.T) {
 // practiceResult is the part of GET /practice/{event}/result the test checks.
 type practiceResult struct {
 	Scenario string `json:"scenario"`
+	Final    bool   `json:"final"`
 	Bots     int    `json:"bots"`
 	Sold     int    `json:"sold"`
 	You      struct {
@@ -418,7 +419,7 @@ func ordinal(n int) string {
 // browser: nickname, scenario, countdown (a press with Space before the
 // opening is refused), a join with Enter once the bots have formed a line,
 // a place in line that falls, the seat map, a bought seat and the result's
-// figures, history and leaderboard.
+// figures (at once, with the bots' side partial), history and leaderboard.
 func TestPracticeRace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
@@ -428,7 +429,7 @@ func TestPracticeRace(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, base := MustStartServer(t, sc)
-	b := MustBrowser(t, 4*time.Minute, 1280, 900)
+	b := MustBrowser(t, 3*time.Minute, 1280, 900)
 
 	b.MustRun(t, "picking a nickname and a scenario",
 		chromedp.Navigate(base+"/practice.html#/solo"),
@@ -534,14 +535,23 @@ func TestPracticeRace(t *testing.T) {
 		t.Fatalf("no seat bought; the page says %q", note)
 	}
 
-	// The solo result waits for the private drop to end: its crowd's unbought
-	// windows run out first (API.md's RACE_NOT_FINISHED), ~140 s here.
-	b.MustWait(t, "the result", visible("#r-headline"), 240*time.Second)
+	// The person's result comes once they have bought; the bots' side is
+	// partial until the private drop ends (its crowd's unbought windows run
+	// out, about two minutes here), and says so.
+	bought := time.Now()
+	b.MustWait(t, "the result", visible("#r-headline"), 20*time.Second)
+	t.Logf("result shown %v after the purchase", time.Since(bought).Round(time.Millisecond))
 	var res practiceResult
 	MustCall(t, "GET", base+"/api/v1/practice/"+eventID+"/result", auth, nil, &res)
 	if !res.You.Joined || res.You.Outcome != "bought" || res.You.Seat == "" {
 		t.Errorf("result %+v, want a joined race with a bought seat", res.You)
 	}
+	if res.Final {
+		t.Fatalf("the result is final %v after the purchase; the crowd takes about two minutes", time.Since(bought))
+	}
+	b.MustWait(t, "the partial label", `document.getElementById("r-body").dataset.final === "false" && `+
+		`document.getElementById("r-wait").textContent.includes("still racing") && `+
+		`document.getElementById("r-sold").textContent.includes("so far")`, 10*time.Second)
 	headline := MustEval[string](t, b, `document.getElementById("r-headline").textContent`)
 	t.Logf("result headline: %s", headline)
 	for _, want := range []string{

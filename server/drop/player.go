@@ -24,6 +24,11 @@ const (
 	// seatTries is how many seats a virtual user tries in one go when the
 	// ones it picks turn out taken.
 	seatTries = 8
+	// promptFlush is how soon the player writes the results after a
+	// person's attempt ends (a seat, a window run out, a leave, the seats
+	// gone), and after any change in a solo race, whose one person asks for
+	// their result (server/practice), when that is sooner than its flush.
+	promptFlush = 50 * time.Millisecond
 )
 
 // errLostLease stops a player whose lease another replica holds now.
@@ -82,8 +87,12 @@ type player struct {
 	people  map[string]*person
 	soldOut bool
 	paused  bool
-	flushed time.Time
-	renewed time.Time
+	// prompt is set when a result changed that is due within promptFlush;
+	// soldOutSaved once the results written know the seats are gone.
+	prompt       bool
+	soldOutSaved bool
+	flushed      time.Time
+	renewed      time.Time
 }
 
 func (s *Service) newPlayer(d Drop) *player {
@@ -201,7 +210,11 @@ func (p *player) step(ctx context.Context) error {
 		}
 		p.paused = true
 	}
-	if time.Since(p.flushed) >= s.flush {
+	due := s.flush
+	if p.prompt || (p.soldOut && !p.soldOutSaved) {
+		due = min(due, promptFlush)
+	}
+	if time.Since(p.flushed) >= due {
 		return p.save(ctx)
 	}
 	return nil
@@ -349,6 +362,7 @@ func (p *player) person(r queue.Record) {
 		idx, _ := queue.SeatIndex(p.d.Seats, r.Seat)
 		after := r.At.Sub(p.d.OpensAt)
 		x.Seat, x.SeatRow, x.Bought, x.Outcome = r.Seat, idx/queue.RowWidth(p.d.Seats), &after, OutcomeSeat
+		p.prompt = true
 	case queue.RecordExpired, queue.RecordLeft:
 		if r.Seq != x.Attempt || bought {
 			return
@@ -357,10 +371,12 @@ func (p *player) person(r queue.Record) {
 		if r.Kind == queue.RecordLeft {
 			x.Outcome = OutcomeLeft
 		}
+		p.prompt = true
 	default:
 		return
 	}
 	x.dirty = true
+	p.prompt = p.prompt || p.d.Private()
 }
 
 // admitted schedules an admitted virtual user's order after its think time.
@@ -477,7 +493,7 @@ func (p *player) save(ctx context.Context) error {
 	if err := p.s.eng.SaveCrowdCheckpoint(ctx, p.d.Event, p.ck); err != nil {
 		return err
 	}
-	p.flushed = time.Now()
+	p.flushed, p.prompt, p.soldOutSaved = time.Now(), false, p.soldOut
 	return nil
 }
 

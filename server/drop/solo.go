@@ -243,6 +243,13 @@ func (s *Service) SoloResult(ctx context.Context, d Drop, userID string) (Result
 	return r, err == nil, err
 }
 
+// SoloStats returns d's figures: live from Redis while its event is held,
+// else its final ones.
+func (s *Service) SoloStats(ctx context.Context, d Drop) (Stats, error) {
+	st, _, _, err := s.live(ctx, d)
+	return st, err
+}
+
 // Plan returns d's crowd plan: when each virtual user joins and thinks.
 func (s *Service) Plan(d Drop) (*Plan, error) { return s.plan(d) }
 

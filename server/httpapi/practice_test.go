@@ -193,10 +193,19 @@ func TestPracticeRace(t *testing.T) {
 				}
 			}
 
-			res := mustResult(t, f, id, token)
+			// The person's result comes once they have bought, the bots'
+			// side when the race is final.
+			early := mustResult(t, f, id, token)
+			if you := obj(early.Body, "you"); you["outcome"] != practice.OutcomeBought || you["seat"] != seat {
+				t.Fatalf("early result you = %v, want bought %s", you, seat)
+			}
+			res := mustFinalResult(t, f, id, token)
 			you := obj(res.Body, "you")
 			if you["joined"] != true || you["outcome"] != practice.OutcomeBought || you["seat"] != seat || you["admitted"] != true {
 				t.Fatalf("you = %v, want joined, admitted and bought %s", you, seat)
+			}
+			if !slices.Equal(mustJSON(t, obj(early.Body, "you")), mustJSON(t, you)) {
+				t.Errorf("the person's figures changed from the early result %v to the final %v", obj(early.Body, "you"), you)
 			}
 			if res.Body["got_seat"] != true || res.Str("seat") != seat || num(res.Body, "reaction_ms") != num(you, "reaction_ms") {
 				t.Errorf("the headline figures disagree with you: %s", res.Raw)
@@ -273,7 +282,8 @@ func TestPracticeRace(t *testing.T) {
 	}
 }
 
-// mustResult polls the race's result until it is ready.
+// mustResult polls the race's result until it is ready: once the person's
+// attempt has ended, or at the race's end when they did not join.
 func mustResult(tb testing.TB, f *PracticeFixture, id, token string) *Response {
 	tb.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -284,10 +294,39 @@ func mustResult(tb testing.TB, f *PracticeFixture, id, token string) *Response {
 		}
 		MustError(tb, r, http.StatusConflict, "RACE_NOT_FINISHED")
 		if time.Now().After(deadline) {
-			tb.Fatalf("the race did not finish in 30 s: %s", r.Raw)
+			tb.Fatalf("no result in 30 s: %s", r.Raw)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// mustFinalResult polls the race's result until it is final.
+func mustFinalResult(tb testing.TB, f *PracticeFixture, id, token string) *Response {
+	tb.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r := mustResult(tb, f, id, token)
+		if r.Body["final"] == true {
+			if _, err := time.Parse(time.RFC3339Nano, r.Str("finished_at")); err != nil {
+				tb.Errorf("final result's finished_at: %v in %s", err, r.Raw)
+			}
+			return r
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the race did not finish in 60 s: %s", r.Raw)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// mustJSON is v as JSON, for comparing decoded bodies.
+func mustJSON(tb testing.TB, v any) []byte {
+	tb.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
 
 // TestPracticeNotJoined is a race the person watches without joining: it
@@ -303,7 +342,7 @@ func TestPracticeNotJoined(t *testing.T) {
 	id := obj(f.MustStartRace(t, token, 3).Body, "event")["id"].(string)
 	res := mustResult(t, f, id, token)
 	you := obj(res.Body, "you")
-	if you["joined"] != false || you["outcome"] != practice.OutcomeNotJoined || you["reaction_ms"] != nil || num(res.Body, "sold") != 20 {
+	if res.Body["final"] != true || you["joined"] != false || you["outcome"] != practice.OutcomeNotJoined || you["reaction_ms"] != nil || num(res.Body, "sold") != 20 {
 		t.Fatalf("result = %s", res.Raw)
 	}
 	board := f.MustDo(t, "GET", "/api/v1/practice/leaderboard?scenario=tiny-race", nil, nil)

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/server/queue"
@@ -20,6 +21,9 @@ type Percentiles struct {
 	P90 int64 `json:"p90"`
 	P99 int64 `json:"p99"`
 }
+
+// recordsPerRead is how many records one read of a race's event takes.
+const recordsPerRead = 1000
 
 // quantiles are the Percentiles' ranks.
 var quantiles = [...]float64{0.10, 0.25, 0.50, 0.75, 0.90, 0.99}
@@ -46,24 +50,87 @@ type BotStats struct {
 	Outcomes        map[string]int64 `json:"outcomes"`
 }
 
-// botStats computes the finished race d's bot figures: reactions from the
-// crowd's plan (its virtual users join at their planned times), waits and
-// outcomes from the event's records. Cached: they never change.
-func (s *Service) botStats(ctx context.Context, d drop.Drop) (*BotStats, error) {
+// Ends of a bot's attempt in a tally.
+const (
+	endNone uint8 = iota
+	endBought
+	endExpired
+	endLeft
+)
+
+var endOutcome = [...]string{endBought: OutcomeBought, endExpired: OutcomeExpired, endLeft: OutcomeLeft}
+
+// tally follows one race's bots through its event's records, from where
+// it last read, so that a running race's figures cost only the records
+// since the last call. Its memory is a byte per bot and a wait per
+// admitted bot, while the race runs; a finished race keeps its figures
+// alone. Guarded by mu: one caller reads and counts at a time.
+type tally struct {
+	mu    sync.Mutex
+	after string
+	// ended holds each bot's end, by virtual user index.
+	ended []uint8
+	// waits are the admitted bots' times in line, in milliseconds.
+	waits []int64
+	// final is the finished race's figures, which never change.
+	final *BotStats
+}
+
+// tally returns the tally of race d, made on first use.
+func (s *Service) tally(d drop.Drop) *tally {
 	s.mu.Lock()
-	st, ok := s.stats[d.Event]
-	s.mu.Unlock()
-	if ok {
-		return st, nil
+	defer s.mu.Unlock()
+	t, ok := s.tallies[d.Event]
+	if !ok {
+		if len(s.tallies) >= tallyCache {
+			clear(s.tallies)
+		}
+		t = &tally{after: "0", ended: make([]uint8, d.Crowd)}
+		s.tallies[d.Event] = t
 	}
-	plan, err := s.drops.Plan(d)
-	if err != nil {
-		return nil, err
+	return t
+}
+
+// read applies race d's records after the tally's last read: the bots'
+// admissions (their waits, from their planned join times) and ends.
+func (t *tally) read(ctx context.Context, eng *queue.Engine, d drop.Drop, plan *drop.Plan) error {
+	prefix := drop.VirtualPrefix(d.ID)
+	for {
+		recs, err := eng.Records(ctx, d.Event, t.after, recordsPerRead)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			t.after = r.ID
+			idx, ok := strings.CutPrefix(r.UserID, prefix)
+			k, err := strconv.Atoi(idx)
+			if !ok || err != nil || k < 0 || k >= len(t.ended) {
+				continue
+			}
+			switch r.Kind {
+			case queue.RecordAdmitted:
+				joined := d.OpensAt.Add(plan.Offset(k))
+				t.waits = append(t.waits, max(r.At.Sub(joined), 0).Milliseconds())
+			case queue.RecordDone:
+				t.ended[k] = endBought
+			case queue.RecordExpired:
+				t.ended[k] = endExpired
+			case queue.RecordLeft:
+				t.ended[k] = endLeft
+			}
+		}
+		if len(recs) < recordsPerRead {
+			return nil
+		}
 	}
-	n := int(d.Final.CrowdJoined)
-	st = &BotStats{ReactionSamples: []int64{}, Outcomes: map[string]int64{}}
+}
+
+// stats are the figures of the first n bots to join (virtual users join
+// in index order), rest the outcome of those whose attempt has not ended.
+func (t *tally) stats(plan *drop.Plan, n int, rest string) *BotStats {
+	st := &BotStats{ReactionSamples: []int64{}, Outcomes: map[string]int64{}}
 	if n > 0 {
-		// Virtual users join in index order: index k is the reaction's rank.
+		// Index k is the reaction's rank.
 		st.Reaction = percentiles(func(q float64) int64 { return plan.Offset(rank(q, n)).Milliseconds() })
 	}
 	for i := range min(n, MaxSamples) {
@@ -73,59 +140,71 @@ func (s *Service) botStats(ctx context.Context, d drop.Drop) (*BotStats, error) 
 		}
 		st.ReactionSamples = append(st.ReactionSamples, plan.Offset(k).Milliseconds())
 	}
-	prefix := drop.VirtualPrefix(d.ID)
-	ended := map[string]string{}
-	admitted := map[string]bool{}
-	var waits []int64
-	for after := "0"; ; {
-		recs, err := s.eng.Records(ctx, d.Event, after, 1000)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range recs {
-			after = r.ID
-			k, err := strconv.Atoi(strings.TrimPrefix(r.UserID, prefix))
-			if !strings.HasPrefix(r.UserID, prefix) || err != nil {
-				continue
-			}
-			switch r.Kind {
-			case queue.RecordAdmitted:
-				admitted[r.UserID] = true
-				joined := d.OpensAt.Add(plan.Offset(k))
-				waits = append(waits, max(r.At.Sub(joined), 0).Milliseconds())
-			case queue.RecordDone:
-				ended[r.UserID] = OutcomeBought
-				st.Bought++
-			case queue.RecordExpired:
-				ended[r.UserID] = OutcomeExpired
-			case queue.RecordLeft:
-				ended[r.UserID] = OutcomeLeft
-			}
-		}
-		if len(recs) < 1000 {
-			break
+	var ended int64
+	for _, e := range t.ended {
+		if e != endNone {
+			st.Outcomes[endOutcome[e]]++
+			ended++
 		}
 	}
-	for _, o := range ended {
-		st.Outcomes[o]++
-	}
-	// The rest never bought: the seats ran out, or the race closed first.
-	rest := OutcomeWaitingWhenClosed
-	if d.Final.SoldOut {
-		rest = OutcomeSoldOut
-	}
-	if left := int64(n - len(ended)); left > 0 {
+	st.Bought = st.Outcomes[OutcomeBought]
+	if left := int64(n) - ended; left > 0 {
 		st.Outcomes[rest] = left
 	}
-	if len(waits) > 0 {
-		slices.Sort(waits)
-		st.Wait = percentiles(func(q float64) int64 { return waits[rank(q, len(waits))] })
+	if len(t.waits) > 0 {
+		// Sorted in place: the next call's appends leave it nearly sorted.
+		slices.Sort(t.waits)
+		st.Wait = percentiles(func(q float64) int64 { return t.waits[rank(q, len(t.waits))] })
 	}
-	s.mu.Lock()
-	if len(s.stats) >= statsCache {
-		clear(s.stats)
+	return st
+}
+
+// crowdSide is the bots' side of a race: so far while it runs.
+type crowdSide struct {
+	joined, sold int64
+	bots         *BotStats
+}
+
+// crowd reads race d's bots' side: reactions from the crowd's plan (its
+// virtual users join at their planned times), waits and outcomes from the
+// event's records, joins and sales from the drop. A running race's bots
+// that have not ended count as waiting, or sold out once every seat is
+// gone; a finished race's as sold out or waiting when it closed. Without
+// the event (a finished race forgotten) the bots' figures are nil.
+func (s *Service) crowd(ctx context.Context, d drop.Drop) (crowdSide, error) {
+	if f := d.Final; f != nil && !d.Held {
+		return crowdSide{joined: f.CrowdJoined, sold: f.Sold}, nil
 	}
-	s.stats[d.Event] = st
-	s.mu.Unlock()
-	return st, nil
+	t := s.tally(d)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if f := d.Final; f != nil && t.final != nil {
+		return crowdSide{joined: f.CrowdJoined, sold: f.Sold, bots: t.final}, nil
+	}
+	plan, err := s.drops.Plan(d)
+	if err != nil {
+		return crowdSide{}, err
+	}
+	// The records first, then the joins: every bot that ended has joined.
+	if err := t.read(ctx, s.eng, d, plan); err != nil {
+		return crowdSide{}, err
+	}
+	if f := d.Final; f != nil {
+		rest := OutcomeWaitingWhenClosed
+		if f.SoldOut {
+			rest = OutcomeSoldOut
+		}
+		t.final = t.stats(plan, int(f.CrowdJoined), rest)
+		t.ended, t.waits = nil, nil
+		return crowdSide{joined: f.CrowdJoined, sold: f.Sold, bots: t.final}, nil
+	}
+	st, err := s.drops.SoloStats(ctx, d)
+	if err != nil {
+		return crowdSide{}, err
+	}
+	rest := OutcomeWaiting
+	if st.SeatsLeft <= 0 {
+		rest = OutcomeSoldOut
+	}
+	return crowdSide{joined: st.CrowdJoined, sold: st.Sold, bots: t.stats(plan, int(st.CrowdJoined), rest)}, nil
 }

@@ -22,8 +22,8 @@ const (
 	LeaderboardLimit = 20
 	// MaxSamples bounds BotStats.ReactionSamples.
 	MaxSamples = 500
-	// statsCache bounds the finished races' bot figures kept in memory.
-	statsCache = 64
+	// tallyCache bounds the races whose bots are followed in memory.
+	tallyCache = 64
 )
 
 // Phases of a race.
@@ -41,6 +41,9 @@ const (
 	OutcomeLeft              = "left"
 	OutcomeNotJoined         = "not_joined"
 	OutcomeWaitingWhenClosed = "waiting_when_closed"
+	// OutcomeWaiting counts, in a running race's BotStats.Outcomes, the
+	// bots still in line or buying.
+	OutcomeWaiting = "waiting"
 )
 
 // Service starts and reports solo races. Safe for concurrent use.
@@ -49,13 +52,13 @@ type Service struct {
 	eng   *queue.Engine
 
 	mu sync.Mutex
-	// stats holds finished races' bot figures by event: they never change.
-	stats map[string]*BotStats
+	// tallies follow races' bots by event (bots.go).
+	tallies map[string]*tally
 }
 
 // New returns a service over the drop service of this server.
 func New(drops *drop.Service, eng *queue.Engine) *Service {
-	return &Service{drops: drops, eng: eng, stats: map[string]*BotStats{}}
+	return &Service{drops: drops, eng: eng, tallies: map[string]*tally{}}
 }
 
 // Scenarios lists the scenarios a race can use, by name.
@@ -189,40 +192,51 @@ func (s *Service) Live(ctx context.Context, eventID, userID string) (Live, error
 	return l, nil
 }
 
-// Result is a finished race as the result endpoint shows it: the person's
-// headline figures at the top and in You, and the bots' distribution
-// (nil once the race's event is gone and only the database knows it).
+// Result is a race as the result endpoint shows it, from the moment the
+// person's attempt has ended: the person's headline figures at the top and
+// in You, and the bots' side. Until the race is final (its crowd done) the
+// bots' side is the figures so far: Sold, Bots and BotStats fill in, and
+// FinishedAt is nil. BotStats is nil once the race's event is gone and
+// only the database knows the race.
 type Result struct {
-	Event      string    `json:"event"`
-	Drop       string    `json:"drop"`
-	Scenario   string    `json:"scenario"`
-	Nickname   string    `json:"nickname"`
-	OpensAt    time.Time `json:"opens_at"`
-	FinishedAt time.Time `json:"finished_at"`
-	Seats      int       `json:"seats"`
-	Sold       int64     `json:"sold"`
-	Bots       int       `json:"bots"`
-	GotSeat    bool      `json:"got_seat"`
+	Event    string    `json:"event"`
+	Drop     string    `json:"drop"`
+	Scenario string    `json:"scenario"`
+	Nickname string    `json:"nickname"`
+	OpensAt  time.Time `json:"opens_at"`
+	// Final reports that the race is finished: nothing changes any more.
+	Final      bool       `json:"final"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Seats      int        `json:"seats"`
+	Sold       int64      `json:"sold"`
+	// Bots counts the bots that joined (so far, until Final); BotsPlanned
+	// is the race's whole crowd.
+	Bots        int  `json:"bots"`
+	BotsPlanned int  `json:"bots_planned"`
+	GotSeat     bool `json:"got_seat"`
 	Figures
 	You      You       `json:"you"`
 	BotStats *BotStats `json:"bot_stats"`
 }
 
-// Result returns the finished race of eventID for its person userID;
-// queue.CodeRaceNotFinished while it runs.
+// Result returns the race of eventID for its person userID once their
+// attempt has ended: a seat bought, their turn run out, a leave, or the
+// seats gone while they waited. Before that, and while they have not
+// joined a race that runs on, queue.CodeRaceNotFinished. The crowd's side
+// is partial until the race finishes (Result.Final).
 func (s *Service) Result(ctx context.Context, eventID, userID string) (Result, error) {
 	d, err := s.drops.Solo(ctx, eventID, userID)
 	if err != nil {
 		return Result{}, err
 	}
-	f := d.Final
-	if f == nil {
-		return Result{}, queue.Errorf(queue.CodeRaceNotFinished,
-			"the race is still running; the result is ready when the crowd is done and your attempt has ended")
-	}
 	r, ok, err := s.drops.SoloResult(ctx, d, userID)
 	if err != nil {
 		return Result{}, err
+	}
+	if d.Final == nil {
+		if err := running(ok, r); err != nil {
+			return Result{}, err
+		}
 	}
 	var y You
 	if ok {
@@ -231,14 +245,36 @@ func (s *Service) Result(ctx context.Context, eventID, userID string) (Result, e
 		y = s.you(d, nil)
 	}
 	res := Result{Event: d.Event, Drop: d.ID, Scenario: d.Scenario, Nickname: r.Nickname, OpensAt: d.OpensAt,
-		FinishedAt: f.FinishedAt, Seats: d.Seats, Sold: f.Sold, Bots: int(f.CrowdJoined), GotSeat: y.Seat != nil,
-		Figures: y.Figures, You: y}
-	if d.Held {
-		if res.BotStats, err = s.botStats(ctx, d); err != nil {
-			return Result{}, err
-		}
+		Final: d.Final != nil, Seats: d.Seats, BotsPlanned: d.Crowd, GotSeat: y.Seat != nil, Figures: y.Figures, You: y}
+	c, err := s.crowd(ctx, d)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Sold, res.Bots, res.BotStats = c.sold, int(c.joined), c.bots
+	if f := d.Final; f != nil {
+		at := f.FinishedAt
+		res.FinishedAt = &at
 	}
 	return res, nil
+}
+
+// running is the queue.CodeRaceNotFinished of a person whose attempt in a
+// running race has not ended (ok false: they have not joined), nil once it
+// has. The person's stored result follows their queue and order records
+// within the drop player's prompt write (about 50 ms).
+func running(ok bool, r drop.Result) error {
+	switch {
+	case !ok:
+		return queue.Errorf(queue.CodeRaceNotFinished,
+			"you have not joined this race; your result is ready once your attempt has ended, or when the race ends")
+	case r.Outcome != drop.OutcomeWaiting:
+		return nil
+	case r.AdmittedAt != nil && !r.AdmittedAt.Before(r.AttemptAt):
+		return queue.Errorf(queue.CodeRaceNotFinished,
+			"it is your turn to buy; your result is ready once you have bought a seat or your turn has run out")
+	}
+	return queue.Errorf(queue.CodeRaceNotFinished,
+		"you are still waiting in line; your result is ready once your attempt has ended: a seat bought, your turn run out, or the seats gone")
 }
 
 // Entry is one race of a person's history or of a leaderboard.

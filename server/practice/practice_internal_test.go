@@ -1,10 +1,12 @@
 package practice
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/rushline/rushline/server/drop"
+	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/simulator/scenario"
 )
 
@@ -110,5 +112,43 @@ func TestReactionPercentileFalls(t *testing.T) {
 		if (ms == 0 && p != 100) || (ms == 60_000 && p != 0) {
 			t.Errorf("percentile %d at %d ms", p, ms)
 		}
+	}
+}
+
+// TestRunning: a running race's result is ready once the person's stored
+// attempt has an end; before that the 409 says why.
+func TestRunning(t *testing.T) {
+	opens := time.Date(2026, 11, 25, 20, 0, 0, 0, time.UTC)
+	at := func(s int) *time.Time { v := opens.Add(time.Duration(s) * time.Second); return &v }
+	tests := []struct {
+		name string
+		ok   bool
+		r    drop.Result
+		// says is the 409's words; "" for a result that is ready.
+		says string
+	}{
+		{"not joined", false, drop.Result{}, "have not joined"},
+		{"waiting", true, drop.Result{Outcome: drop.OutcomeWaiting, AttemptAt: *at(1)}, "still waiting in line"},
+		{"buying", true, drop.Result{Outcome: drop.OutcomeWaiting, AttemptAt: *at(1), AdmittedAt: at(3)}, "your turn to buy"},
+		// Admitted on an earlier attempt, in line again on this one.
+		{"waiting again", true, drop.Result{Outcome: drop.OutcomeWaiting, AttemptAt: *at(9), AdmittedAt: at(3)}, "still waiting in line"},
+		{"bought", true, drop.Result{Outcome: drop.OutcomeSeat, Seat: "A-1", AttemptAt: *at(1), AdmittedAt: at(3)}, ""},
+		{"turn ran out", true, drop.Result{Outcome: drop.OutcomeExpired, AttemptAt: *at(1), AdmittedAt: at(3)}, ""},
+		{"left", true, drop.Result{Outcome: drop.OutcomeLeft, AttemptAt: *at(1)}, ""},
+		{"sold out while waiting", true, drop.Result{Outcome: drop.OutcomeSoldOut, AttemptAt: *at(1)}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := running(tc.ok, tc.r)
+			if tc.says == "" {
+				if err != nil {
+					t.Fatalf("running = %v, want the result ready", err)
+				}
+				return
+			}
+			if queue.ErrorCode(err) != queue.CodeRaceNotFinished || !strings.Contains(err.Error(), tc.says) {
+				t.Errorf("running = %v, want %s saying %q", err, queue.CodeRaceNotFinished, tc.says)
+			}
+		})
 	}
 }

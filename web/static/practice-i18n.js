@@ -44,6 +44,9 @@ const EN = {
   'drill.second': 'Press at the exact second', 'drill.target': 'Target',
   'drill.second.help': 'Ticket sales open on the second. Press when the server clock reaches the target: how far off were you?',
   'drill.press': 'Press!', 'drill.early': '{ms} ms early', 'drill.late': '{ms} ms late', 'drill.avg': 'average {ms} ms off',
+  'race.pending': 'Your race is still on: your result comes up here as soon as your attempt ends (a seat bought, your turn run out, or the seats gone).',
+  'race.partial': 'The bots are still racing: their side below is partial and fills in until the race ends.',
+  'race.bots.sofar': '{n} of {total} bots joined so far', 'race.sold.sofar': '{n} of {seats} so far', 'race.racing': 'Still racing',
 };
 
 const KO = {
@@ -88,6 +91,9 @@ const KO = {
   'drill.second': '정각 누르기', 'drill.target': '목표 시각',
   'drill.second.help': '티켓 오픈은 정각입니다. 서버 시계가 목표 시각이 되는 순간 누르세요. 얼마나 정확했을까요?',
   'drill.press': '지금!', 'drill.early': '{ms}ms 빠름', 'drill.late': '{ms}ms 늦음', 'drill.avg': '평균 오차 {ms}ms',
+  'race.pending': '아직 경기 중입니다. 좌석을 사거나, 구매 시간이 끝나거나, 매진되는 즉시 여기에 결과가 나옵니다.',
+  'race.partial': '봇들이 아직 경쟁 중입니다. 아래 봇 기록은 중간 집계이며 경기가 끝날 때까지 채워집니다.',
+  'race.bots.sofar': '봇 {total}명 중 지금까지 {n}명 입장', 'race.sold.sofar': '지금까지 {seats}석 중 {n}석', 'race.racing': '아직 경쟁 중',
 };
 
 // Static page text in Korean, by its English text: the page's own words

@@ -14,7 +14,14 @@ import { t, lang, applyLang, setLang } from '/practice-i18n.js';
 
 const LIVE_MS = 1000;
 const SEATS_MS = 1000;
-const RESULT_RETRY_MS = 1500;
+// A solo race's result is asked for again with backoff: soon while the
+// person's attempt may just have ended (every second at most while it
+// runs on), then more rarely while the crowd races on and its side fills
+// in, until the result is final.
+const RESULT_FIRST_MS = 400;
+const RESULT_PENDING_MAX_MS = 1000;
+const RESULT_PARTIAL_MS = 1000;
+const RESULT_MAX_MS = 5000;
 const DROP_MS = 1000;
 const DROP_RESULT_MS = 2000;
 const CHART_POINTS = 600;
@@ -1485,32 +1492,56 @@ async function showResult(id) {
   setText($('r-wait'), 'Loading the result…');
   focusHeading(v);
   let done = false;
-  onLeave(() => { done = true; });
-  every(RESULT_RETRY_MS, async () => {
+  let timer = 0;
+  let delay = RESULT_FIRST_MS;
+  let last = ''; // the answer shown, to redraw only what changed
+  onLeave(() => { done = true; clearTimeout(timer); });
+  const again = (most) => {
+    timer = setTimeout(poll, delay);
+    delay = Math.min(Math.round(delay * 1.5), most);
+  };
+  const poll = async () => {
     if (done) return;
     try {
       const res = await api('GET', `/practice/${enc(id)}/result`, { bearer: bearer() });
       if (done) return;
-      done = true;
-      renderResult(res);
-      showBoard(res.scenario, false);
+      const partial = res.final === false;
+      const now = JSON.stringify(res);
+      if (now !== last) {
+        // The history and leaderboard with the person's result, and again with the final figures.
+        if (!last || !partial) showBoard(res.scenario, false);
+        if (!last) delay = RESULT_PARTIAL_MS;
+        last = now;
+        renderResult(res);
+      }
+      if (partial) again(RESULT_MAX_MS);
+      else done = true;
     } catch (err) {
       if (done) return;
       if (err.code === 'RACE_NOT_FINISHED') {
-        setText($('r-wait'), 'Waiting for the bots to finish the race… the result comes up by itself.');
+        setText($('r-wait'), t('race.pending'));
+        again(RESULT_PENDING_MAX_MS);
         return;
       }
-      if (err.code !== 'NETWORK' && err.code !== 'RATE_LIMITED' && err.code !== 'UNAVAILABLE') done = true;
+      if (err.code === 'NETWORK' || err.code === 'RATE_LIMITED' || err.code === 'UNAVAILABLE') again(RESULT_MAX_MS);
+      else done = true;
       setText($('r-wait'), friendly(err));
     }
-  });
+  };
+  poll();
 }
 
+// renderResult shows a solo race's result: the person's figures, final
+// from the start, and the bots' side, which is partial (labelled so) until
+// the race has finished.
 function renderResult(res) {
   const you = res.you || {};
   const bots = res.bot_stats || {};
-  setText($('r-scenario'), `Scenario ${res.scenario} · ${plural(res.bots, 'bot')} · ${plural(res.seats, 'seat')}`);
-  setText($('r-wait'), '');
+  const partial = res.final === false;
+  $('r-body').dataset.final = String(!partial);
+  const botsText = partial ? t('race.bots.sofar', { n: fmtNum(res.bots), total: fmtNum(res.bots_planned) }) : plural(res.bots, 'bot');
+  setText($('r-scenario'), `Scenario ${res.scenario} · ${botsText} · ${plural(res.seats, 'seat')}`);
+  setText($('r-wait'), partial ? t('race.partial') : '');
   $('r-body').hidden = false;
   let headline;
   if (!you.joined) {
@@ -1529,12 +1560,13 @@ function renderResult(res) {
   setText($('r-outcome'), outcomeText(you.outcome));
   setText($('r-waited'), you.joined && typeof you.wait_ms === 'number' ? fmtSec(you.wait_ms) : '—');
   setText($('r-seat'), you.seat || '—');
-  setText($('r-sold'), `${fmtNum(res.sold)} of ${fmtNum(res.seats)}`);
+  setText($('r-sold'), partial ? t('race.sold.sofar', { n: fmtNum(res.sold), seats: fmtNum(res.seats) })
+    : `${fmtNum(res.sold)} of ${fmtNum(res.seats)}`);
   setText($('r-bot-median'), fmtSec(bots.reaction_ms && bots.reaction_ms.p50));
 
   const tbody = $('r-outcomes').querySelector('tbody');
   tbody.replaceChildren(...Object.entries(bots.outcomes || {}).sort((a, b) => b[1] - a[1]).map(([k, n]) =>
-    el('tr', null, [el('td', { text: outcomeText(k) }), el('td', { class: 'num', text: fmtNum(n) })])));
+    el('tr', null, [el('td', { text: k === 'waiting' ? t('race.racing') : outcomeText(k) }), el('td', { class: 'num', text: fmtNum(n) })])));
 
   // The bots' reaction times as a cumulative curve, with yours as a point.
   const box = $('r-chart');
