@@ -32,13 +32,14 @@ const EN = {
   'wait.behind': 'Behind you', 'wait.soldout': 'Sold out: every seat is gone. The result comes up in a moment.',
   'res.total': 'Admission to purchase', 'res.grade': 'Seat grade', 'res.steps': 'Time per step: you, the people in this drop, the crowd',
   'res.step': 'Step', 'res.you': 'You', 'res.people': 'People\'s median', 'res.slower': 'Slower than you',
-  'res.crowd': 'The crowd takes no steps: it buys after its think time (its column). Its median reaction to the opening was {p50}.',
+  'res.crowd': 'The crowd\'s column is its median / p90 at each step, over the {n} of it who bought a seat. Its median reaction to the opening was {p50}.',
+  'res.crowdwait': 'None of the crowd has bought a seat yet: its column fills in as it does. Its median reaction to the opening was {p50}.',
   'res.admitted': 'Admission',
   'front.join': 'Join', 'front.joinNow': 'Join now!', 'front.open': 'The drop is open', 'front.opensIn': 'The drop opens in',
   'front.go': 'Open! Join now.', 'front.over': 'This drop is over', 'front.secs': 'Opens in {n} s.',
   'front.early': 'Too early! False start {n}: the line isn\'t open yet. Wait for zero and press again.',
   'wait.next': 'You are next in line.', 'wait.pos': 'You are {pos} in line, {eta} to go.',
-  'res.crowdcol': 'Crowd',
+  'res.crowdcol': 'Crowd p50 / p90',
   'res.running': 'The drop is still running: these results are partial and follow it live.', 'nav.drills': 'Drills', 'drill.first': '{s}: the first drill on this server.', 'who': 'Racing as {n}', 'drill.captcha': 'Captcha drill',
   'drill.captcha.help': 'Type the digits as fast as you can. The server times you from the moment the picture is served, and ranks you against everyone\'s drills.',
   'drill.need': 'Pick a nickname on the front page first.', 'drill.start': 'Start', 'drill.again': 'Again',
@@ -46,6 +47,7 @@ const EN = {
   'drill.second': 'Press at the exact second', 'drill.target': 'Target',
   'drill.second.help': 'Ticket sales open on the second. Press when the server clock reaches the target: how far off were you?',
   'drill.press': 'Press!', 'drill.early': '{ms} ms early', 'drill.late': '{ms} ms late', 'drill.avg': 'average {ms} ms off',
+  'drill.pressrank': 'closer than {p}% of {n} presses by others', 'drill.pressfirst': 'the first press kept on this server',
 };
 
 const KO = {
@@ -76,13 +78,14 @@ const KO = {
   'wait.behind': '내 뒤 대기', 'wait.soldout': '매진되었습니다. 곧 결과가 나옵니다.',
   'res.total': '입장부터 결제까지', 'res.grade': '좌석 등급', 'res.steps': '단계별 시간: 나, 이 드롭의 사람들, 가상 관객',
   'res.step': '단계', 'res.you': '나', 'res.people': '사람들 중앙값', 'res.slower': '나보다 느린 사람',
-  'res.crowd': '가상 관객은 단계 없이 고민 시간 뒤에 바로 구매합니다(오른쪽 열). 오픈 반응 속도 중앙값은 {p50}입니다.',
+  'res.crowd': '가상 관객 열은 좌석을 산 {n}명의 단계별 중앙값 / p90입니다. 오픈 반응 속도 중앙값은 {p50}입니다.',
+  'res.crowdwait': '아직 좌석을 산 가상 관객이 없습니다. 구매가 이어지면 열이 채워집니다. 오픈 반응 속도 중앙값은 {p50}입니다.',
   'res.admitted': '입장',
   'front.join': '입장', 'front.joinNow': '지금 입장!', 'front.open': '드롭이 열렸습니다', 'front.opensIn': '드롭 오픈까지',
   'front.go': '오픈! 지금 입장하세요.', 'front.over': '이 드롭은 끝났습니다', 'front.secs': '{n}초 후 오픈.',
   'front.early': '너무 빨랐습니다! 부정 출발 {n}회: 아직 열리지 않았습니다. 0이 되면 다시 누르세요.',
   'wait.next': '다음 차례입니다.', 'wait.pos': '대기 순번 {pos}번, 약 {eta} 남음.',
-  'res.crowdcol': '가상 관객',
+  'res.crowdcol': '가상 관객 중앙값 / p90',
   'res.running': '드롭이 아직 진행 중입니다. 결과는 중간 집계이며 실시간으로 바뀝니다.', 'nav.drills': '연습 게임', 'drill.first': '{s}: 이 서버의 첫 기록입니다.', 'who': '{n} 님 참가 중', 'drill.captcha': '보안문자 연습',
   'drill.captcha.help': '숫자를 최대한 빨리 입력하세요. 그림이 나온 순간부터 서버가 시간을 재고, 다른 사람들의 기록과 비교합니다.',
   'drill.need': '먼저 첫 화면에서 닉네임을 정하세요.', 'drill.start': '시작', 'drill.again': '다시',
@@ -90,6 +93,7 @@ const KO = {
   'drill.second': '정각 누르기', 'drill.target': '목표 시각',
   'drill.second.help': '티켓 오픈은 정각입니다. 서버 시계가 목표 시각이 되는 순간 누르세요. 얼마나 정확했을까요?',
   'drill.press': '지금!', 'drill.early': '{ms}ms 빠름', 'drill.late': '{ms}ms 늦음', 'drill.avg': '평균 오차 {ms}ms',
+  'drill.pressrank': '다른 사람의 기록 {n}개 중 {p}%보다 정확', 'drill.pressfirst': '이 서버의 첫 기록',
 };
 
 // Static page text in Korean, by its English text: the page's own words
