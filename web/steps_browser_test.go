@@ -329,6 +329,11 @@ func TestPracticeDrills(t *testing.T) {
 	b.MustWait(t, "the drill's time", `/\d\.\d\d s: /.test(document.getElementById("dc-result").textContent)`, 10*time.Second)
 
 	b.MustWait(t, "a target second", `/\d\d:\d\d:\d[05]\.000/.test(document.getElementById("ds-target").textContent)`, 10*time.Second)
+	// Press near the target, as a person aiming at it would.
+	b.MustWait(t, "the clock near the target", `(() => {
+		const ms = (id) => { const [h, m, s] = document.getElementById(id).textContent.split(":"); return ((+h * 60 + +m) * 60 + parseFloat(s)) * 1000; };
+		return Math.abs(ms("ds-target") - ms("ds-clock")) < 300;
+	})()`, 15*time.Second)
 	b.MustRun(t, "pressing", chromedp.Click(chromedp.ID("ds-press")))
 	b.MustWait(t, "how far off", `/\d+ms (빠름|늦음)/.test(document.getElementById("ds-result").textContent)`, 5*time.Second)
 	// The server keeps the press: the first on this fresh server (the

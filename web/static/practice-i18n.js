@@ -47,7 +47,7 @@ const EN = {
   'drill.second': 'Press at the exact second', 'drill.target': 'Target',
   'drill.second.help': 'Ticket sales open on the second. Press when the server clock reaches the target: how far off were you?',
   'drill.press': 'Press!', 'drill.early': '{ms} ms early', 'drill.late': '{ms} ms late', 'drill.avg': 'average {ms} ms off',
-  'drill.pressrank': 'closer than {p}% of {n} presses by others', 'drill.pressfirst': 'the first press kept on this server',
+  'drill.pressrank': 'closer than {p}% of {n} presses by others', 'drill.pressfirst': 'the first press kept on this server', 'drill.pressfar': 'too far off to rank',
 };
 
 const KO = {
@@ -93,7 +93,7 @@ const KO = {
   'drill.second': '정각 누르기', 'drill.target': '목표 시각',
   'drill.second.help': '티켓 오픈은 정각입니다. 서버 시계가 목표 시각이 되는 순간 누르세요. 얼마나 정확했을까요?',
   'drill.press': '지금!', 'drill.early': '{ms}ms 빠름', 'drill.late': '{ms}ms 늦음', 'drill.avg': '평균 오차 {ms}ms',
-  'drill.pressrank': '다른 사람의 기록 {n}개 중 {p}%보다 정확', 'drill.pressfirst': '이 서버의 첫 기록',
+  'drill.pressrank': '다른 사람의 기록 {n}개 중 {p}%보다 정확', 'drill.pressfirst': '이 서버의 첫 기록', 'drill.pressfar': '너무 멀어서 순위에 넣지 않습니다',
 };
 
 // Static page text in Korean, by its English text: the page's own words

@@ -17,6 +17,8 @@ const SEATS_MS = 1000;
 const RESULT_RETRY_MS = 1500;
 const DROP_MS = 1000;
 const DROP_RESULT_MS = 2000;
+// PRESS_MAX_MS is the furthest from its target a press the server ranks.
+const PRESS_MAX_MS = 5000;
 const CHART_POINTS = 600;
 const MAX_RACES = 20;
 
@@ -1469,8 +1471,10 @@ function showDrills() {
     const line = `${say(off)} · ${t('drill.avg', { ms: avg })}`;
     setText($('ds-result'), line);
     $('ds-history').replaceChildren(...hist.map((x) => el('li', { text: say(x) })));
-    // The server keeps the press and ranks it against other people's.
-    if (session()) {
+    // The server keeps the press and ranks it against other people's;
+    // one more than 5 s off is no attempt at the second.
+    if (session() && Math.abs(off) > PRESS_MAX_MS) setText($('ds-result'), `${line} · ${t('drill.pressfar')}`);
+    else if (session()) {
       api('POST', '/drills/press', { bearer: bearer(), body: { target_at: new Date(target).toISOString(), offset_ms: off } })
         .then((r) => {
           if (hist[0] !== off) return; // a later press is shown already
