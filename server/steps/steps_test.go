@@ -3,6 +3,8 @@ package steps_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -539,4 +541,60 @@ func TestBigGradesComeInBlocks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkExpireHolds times one expiry sweep call (queue.DefaultChunk
+// passes) when every expiring pass holds a seat, which the sweep frees.
+func BenchmarkExpireHolds(b *testing.B) {
+	f := MustFixture(b, []steps.Step{steps.Seat, steps.Confirm})
+	ctx := context.Background()
+	ev := queue.Event{ID: "big", Name: "big", Seats: 2 * queue.DefaultChunk, Capacity: 100_000, AdmitBatch: 10,
+		AdmitIntervalMS: 100, ActiveTTLS: 60, Policy: queue.PolicyCapacity, CreatedAt: f.clk.Now()}
+	if err := f.eng.CreateEvent(ctx, ev); err != nil {
+		b.Fatal(err)
+	}
+	var took time.Duration
+	for i := range b.N {
+		for k := range queue.DefaultChunk {
+			user := fmt.Sprintf("u_%d_%d", i, k)
+			tok := f.MustAdmit(b, ev.ID, user)
+			if _, err := f.svc.Do(ctx, ev.ID, tok, steps.Seat, queue.SeatID(ev.Seats, k), me(user)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		f.clk.Advance(61 * time.Second)
+		f.rdb.ConfigResetStat(ctx)
+		r, err := f.eng.Expire(ctx, ev.ID, "r1", time.Minute)
+		if err != nil || r.Expired != queue.DefaultChunk {
+			b.Fatalf("expired %d, %v", r.Expired, err)
+		}
+		took += maxScriptTime(b, f.rdb)
+		if n, _ := f.rdb.HLen(ctx, queue.EventKey(ev.ID, "hd")).Result(); n != 0 {
+			b.Fatalf("%d holds left", n)
+		}
+	}
+	b.ReportMetric(float64(took.Microseconds())/float64(b.N), "redis-µs/sweep")
+}
+
+// maxScriptTime reads Redis's time in scripts since the stats were reset
+// (the sweep's calls: the one that expires, then one that finds none).
+func maxScriptTime(tb testing.TB, rdb *redis.Client) time.Duration {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total time.Duration
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+			continue
+		}
+		for _, kv := range strings.Split(strings.TrimSpace(line[strings.Index(line, ":")+1:]), ",") {
+			if us, ok := strings.CutPrefix(kv, "usec="); ok {
+				n, _ := strconv.Atoi(us)
+				total += time.Duration(n) * time.Microsecond
+			}
+		}
+	}
+	return total
 }
