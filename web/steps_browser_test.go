@@ -20,12 +20,17 @@ import (
 // stepTimes is the part of GET /events/{event}/steps/times the test checks.
 type stepTimes struct {
 	Steps []struct {
-		Step  string `json:"step"`
-		YouMS *int64 `json:"you_ms"`
+		Step       string `json:"step"`
+		YouMS      *int64 `json:"you_ms"`
+		CrowdP50MS *int64 `json:"crowd_p50_ms"`
+		CrowdP90MS *int64 `json:"crowd_p90_ms"`
+		Crowd      int64  `json:"crowd"`
 	} `json:"steps"`
-	TotalMS *int64 `json:"total_ms"`
-	Seat    string `json:"seat"`
-	Grade   string `json:"grade"`
+	TotalMS    *int64 `json:"total_ms"`
+	CrowdMS    *int64 `json:"crowd_ms"`
+	CrowdP90MS *int64 `json:"crowd_p90_ms"`
+	Seat       string `json:"seat"`
+	Grade      string `json:"grade"`
 }
 
 // racer is one person racing the steps drop in a browser.
@@ -256,7 +261,10 @@ func raceSteps(t *testing.T, srv *app.Server, base, dropID, event string, r race
 	shot("payment")
 	next("paying")
 
-	b.MustWait(t, "the result with the step times", `location.hash.endsWith("/result") && document.querySelectorAll("#dres-steps tbody tr:not(.total)").length === 6 && /\d\.\d\d s/.test(document.querySelector("#dres-steps tr.total td:last-child").textContent)`, 20*time.Second)
+	b.MustWait(t, "the result with the step times", `location.hash.endsWith("/result") && document.querySelectorAll("#dres-steps tbody tr:not(.total)").length === 6`, 20*time.Second)
+	// The crowd's median / p90 per step fill in as its users buy, after
+	// the sum of their steps (the easy level's is about 16 s).
+	b.MustWait(t, "the crowd's times per step", `[...document.querySelectorAll("#dres-steps tbody td[data-crowd]")].length === 7 && [...document.querySelectorAll("#dres-steps tbody td[data-crowd]")].every(td => /^\d+\.\d\d s \/ \d+\.\d\d s$/.test(td.textContent))`, 90*time.Second)
 	var tm stepTimes
 	MustCall(t, "GET", base+"/api/v1/events/"+event+"/steps/times", map[string]string{"X-Queue-Token": token}, nil, &tm)
 	if len(tm.Steps) != 6 || tm.TotalMS == nil || tm.Seat != seat || tm.Grade == "" {
@@ -266,6 +274,12 @@ func raceSteps(t *testing.T, srv *app.Server, base, dropID, event string, r race
 		if s.YouMS == nil || *s.YouMS < 0 {
 			t.Errorf("step %s has no time", s.Step)
 		}
+		if s.CrowdP50MS == nil || s.CrowdP90MS == nil || *s.CrowdP50MS <= 0 || *s.CrowdP90MS < *s.CrowdP50MS || s.Crowd < 1 {
+			t.Errorf("step %s: crowd p50 %v p90 %v over %d, want 0 < p50 <= p90 over some", s.Step, s.CrowdP50MS, s.CrowdP90MS, s.Crowd)
+		}
+	}
+	if tm.CrowdMS == nil || tm.CrowdP90MS == nil || *tm.CrowdMS <= 0 || *tm.CrowdP90MS < *tm.CrowdMS {
+		t.Errorf("crowd total p50 %v p90 %v, want 0 < p50 <= p90", tm.CrowdMS, tm.CrowdP90MS)
 	}
 	if got := MustEval[int](t, b, `[...document.querySelectorAll("#dres-steps tbody tr:not(.total) td:nth-child(2)")].filter(td => /\d\.\d\d s/.test(td.textContent)).length`); got != 6 {
 		t.Errorf("%d steps with a time on the result, want 6", got)
@@ -286,7 +300,8 @@ func wrongDigits(answer string) string {
 func jsString(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
 
 // TestPracticeDrills: the captcha drill, timed and ranked by the server,
-// and the press at the exact second on the server's clock, in Korean.
+// and the press at the exact second on the server's clock, kept by the
+// server, in Korean.
 func TestPracticeDrills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
@@ -314,8 +329,16 @@ func TestPracticeDrills(t *testing.T) {
 	b.MustWait(t, "the drill's time", `/\d\.\d\d s: /.test(document.getElementById("dc-result").textContent)`, 10*time.Second)
 
 	b.MustWait(t, "a target second", `/\d\d:\d\d:\d[05]\.000/.test(document.getElementById("ds-target").textContent)`, 10*time.Second)
+	// Press near the target, as a person aiming at it would.
+	b.MustWait(t, "the clock near the target", `(() => {
+		const ms = (id) => { const [h, m, s] = document.getElementById(id).textContent.split(":"); return ((+h * 60 + +m) * 60 + parseFloat(s)) * 1000; };
+		return Math.abs(ms("ds-target") - ms("ds-clock")) < 300;
+	})()`, 15*time.Second)
 	b.MustRun(t, "pressing", chromedp.Click(chromedp.ID("ds-press")))
 	b.MustWait(t, "how far off", `/\d+ms (빠름|늦음)/.test(document.getElementById("ds-result").textContent)`, 5*time.Second)
+	// The server keeps the press: the first on this fresh server (the
+	// ranking against others is TestPressDrillOverHTTP's).
+	b.MustWait(t, "the press kept", `document.getElementById("ds-result").textContent.includes("이 서버의 첫 기록")`, 5*time.Second)
 	b.MustShot(t, "drills-ko.png")
 	b.MustPhone(t)
 	b.MustShot(t, "drills-ko-phone.png")

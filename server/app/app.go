@@ -220,7 +220,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		cleanup()
 		return nil, err
 	}
-	orders, err := orderSteps(eng, rdb, drops, cfg.DropScenarios)
+	orders, err := orderSteps(eng, rdb, drops, cfg.DropScenarios, db)
 	if err != nil {
 		_ = ln.Close()
 		cleanup()

@@ -14,8 +14,10 @@ import (
 )
 
 // orderSteps runs the order steps of drops whose scenario names some: the
-// drops' own scenarios (scs, or the embedded ones).
-func orderSteps(eng *queue.Engine, rdb redis.UniversalClient, drops *drop.Service, scs []*scenario.Scenario) (*steps.Service, error) {
+// drops' own scenarios (scs, or the embedded ones); and the drills, the
+// press drill's results kept in presses.
+func orderSteps(eng *queue.Engine, rdb redis.UniversalClient, drops *drop.Service, scs []*scenario.Scenario,
+	presses steps.PressStore) (*steps.Service, error) {
 	if len(scs) == 0 {
 		all, err := scenarios.All()
 		if err != nil {
@@ -39,14 +41,18 @@ func orderSteps(eng *queue.Engine, rdb redis.UniversalClient, drops *drop.Servic
 		v, ok, err := dropOf(ctx, eventID)
 		return v.Scenario, ok, err
 	})
-	// The crowd buys its think time after admission: the level's median.
-	crowd := func(ctx context.Context, eventID string) (time.Duration, bool, error) {
-		v, ok, err := dropOf(ctx, eventID)
+	// The crowd's times per step, measured over its users that bought; a
+	// solo race's too (its steps are only shown to the token's holder).
+	crowd := func(ctx context.Context, eventID string) (map[string]steps.CrowdTime, bool, error) {
+		qs, ok, err := drops.CrowdSteps(ctx, eventID)
 		if !ok || err != nil {
-			return 0, false, err
+			return nil, false, err
 		}
-		b, ok := v.Level.Behaviour()
-		return time.Duration(b.Think.Median), ok, nil
+		out := make(map[string]steps.CrowdTime, len(qs))
+		for _, q := range qs {
+			out[q.Step] = steps.CrowdTime{P50: time.Duration(q.P50) * time.Millisecond, P90: time.Duration(q.P90) * time.Millisecond, N: q.N}
+		}
+		return out, true, nil
 	}
-	return steps.New(eng, rdb, flows, steps.WithCrowd(crowd)), nil
+	return steps.New(eng, rdb, flows, steps.WithCrowd(crowd), steps.WithPresses(presses)), nil
 }

@@ -42,6 +42,8 @@ type Plan struct {
 	cdf   []float64
 	macro []float64
 	beh   Behaviour
+	// flow is the scenario's order steps, none for a scenario without.
+	flow []string
 }
 
 // NewPlan plans a crowd of size virtual users for a scenario's arrival
@@ -94,7 +96,7 @@ func NewPlan(sc *scenario.Scenario, level Level, size int, seed uint64) (*Plan, 
 		}
 	}
 	pl := &Plan{size: size, seed: seed, step: step, cdf: make([]float64, planPoints+1),
-		macro: make([]float64, planPoints), beh: beh}
+		macro: make([]float64, planPoints), beh: beh, flow: sc.Steps}
 	end := all[planPoints]
 	for j := 1; j <= planPoints; j++ {
 		pl.cdf[j] = math.Max(pl.cdf[j-1], math.Min(1, all[j]/end))
@@ -108,6 +110,10 @@ func NewPlan(sc *scenario.Scenario, level Level, size int, seed uint64) (*Plan, 
 
 // Size is the crowd's number of virtual users.
 func (p *Plan) Size() int { return p.size }
+
+// Flow is the order steps the crowd takes after admission, none for a
+// scenario without steps.
+func (p *Plan) Flow() []string { return p.flow }
 
 // splitmix64 is a fast, well-mixed hash of one word.
 func splitmix64(x uint64) uint64 {
@@ -157,8 +163,12 @@ type User struct {
 	Index int
 	// Offset is when it joins, after the opening.
 	Offset time.Duration
-	// Think is its delay from admission to the order.
+	// Think is its delay from admission to the order: the sum of Steps
+	// for a scenario with order steps.
 	Think time.Duration
+	// Steps is its time at each of the plan's order steps, in the flow's
+	// order.
+	Steps []time.Duration
 	// Macro is set for a macro-like user.
 	Macro bool
 	// Seed seeds its remaining choices (the seat).
@@ -171,10 +181,18 @@ func (p *Plan) User(k int) User {
 	seed := splitmix64(p.seed ^ splitmix64(uint64(k)^0x5eed))
 	r := rand.New(rand.NewPCG(seed, uint64(k)))
 	u := User{Index: k, Offset: time.Duration(t), Seed: seed, Macro: r.Float64() < p.macro[min(j, len(p.macro)-1)]}
+	think, steps := p.beh.Think, p.beh.Steps
 	if u.Macro {
-		u.Think = p.beh.MacroThink.Sample(r)
-	} else {
-		u.Think = p.beh.Think.Sample(r)
+		think, steps = p.beh.MacroThink, p.beh.MacroSteps
+	}
+	if len(p.flow) == 0 {
+		u.Think = think.Sample(r)
+		return u
+	}
+	u.Steps = make([]time.Duration, len(p.flow))
+	for i, name := range p.flow {
+		u.Steps[i] = steps[name].Sample(r)
+		u.Think += u.Steps[i]
 	}
 	return u
 }

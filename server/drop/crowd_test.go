@@ -3,6 +3,7 @@ package drop_test
 import (
 	"errors"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -129,7 +130,7 @@ func TestPlanDeterministic(t *testing.T) {
 	c := MustPlan(t, sc, drop.LevelNormal, 1000, 10)
 	differ := 0
 	for k := range 1000 {
-		if a.User(k) != b.User(k) {
+		if !reflect.DeepEqual(a.User(k), b.User(k)) {
 			t.Fatalf("user %d: %+v vs %+v from the same plan", k, a.User(k), b.User(k))
 		}
 		if a.User(k).Think != c.User(k).Think {

@@ -91,6 +91,9 @@ type Final struct {
 	CrowdP50    time.Duration
 	CrowdP90    time.Duration
 	CrowdP99    time.Duration
+	// CrowdSteps is the crowd's time per order step and in total (see
+	// Service.CrowdSteps); nil for a scenario without steps.
+	CrowdSteps []StepQuantiles
 }
 
 // Private reports whether the drop is a solo race, one person's alone.

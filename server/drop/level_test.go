@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rushline/rushline/server/drop"
+	"github.com/rushline/rushline/simulator/scenario"
 )
 
 // reactionQuantile inverts a level's reaction CDF by bisection.
@@ -83,5 +84,48 @@ func TestLevelsGetHarder(t *testing.T) {
 	}
 	if _, ok := drop.Level("expert").Behaviour(); ok {
 		t.Error(`Level("expert").Behaviour() found figures`)
+	}
+}
+
+// TestStepTable: the step table of scenarios/README.md gives each level's
+// person's and the macros' median / p90 at every order step as the code has
+// them.
+func TestStepTable(t *testing.T) {
+	raw, err := os.ReadFile("../../scenarios/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "| "), "|")
+		if len(cells) == len(scenario.StepOrder)+1 {
+			rows[strings.ReplaceAll(strings.TrimSpace(cells[0]), "`", "")] = cells[1:]
+		}
+	}
+	secs := func(d scenario.Duration) string {
+		return strconv.FormatFloat(time.Duration(d).Seconds(), 'f', -1, 64) + " s"
+	}
+	check := func(row string, figs map[string]scenario.Dist) {
+		cells, ok := rows[row]
+		if !ok {
+			t.Fatalf("scenarios/README.md has no step table row %q", row)
+		}
+		for i, step := range scenario.StepOrder {
+			d, ok := figs[step]
+			if !ok {
+				t.Errorf("%s: the code has no figure for step %s", row, step)
+				continue
+			}
+			if want, got := secs(d.Median)+" / "+secs(d.P90), strings.TrimSpace(cells[i]); got != want {
+				t.Errorf("%s, %s: README says %q, the code has %q", row, step, got, want)
+			}
+		}
+	}
+	for _, l := range drop.Levels {
+		b, _ := l.Behaviour()
+		check(string(l)+" person", b.Steps)
+		if b.MacroShare > 0 {
+			check("macro", b.MacroSteps)
+		}
 	}
 }

@@ -37,10 +37,11 @@ var errLostLease = errors.New("drop: the crowd lease went to another replica")
 // buyer is an admitted virtual user that will order once its think time
 // has passed.
 type buyer struct {
-	at   time.Time
-	user string
-	seq  int64
-	seed uint64
+	at    time.Time
+	user  string
+	index int
+	seq   int64
+	seed  uint64
 }
 
 type buyers []buyer
@@ -85,6 +86,9 @@ type player struct {
 	queued  map[string]bool
 	seats   *seatMap
 	people  map[string]*person
+	// times counts the step times of the virtual users that bought, by
+	// histogram field, until they are added to Redis.
+	times   map[string]int64
 	soldOut bool
 	paused  bool
 	// prompt is set when a result changed that is due within promptFlush;
@@ -96,7 +100,8 @@ type player struct {
 }
 
 func (s *Service) newPlayer(d Drop) *player {
-	return &player{s: s, d: d, prefix: VirtualPrefix(d.ID), queued: map[string]bool{}, people: map[string]*person{}}
+	return &player{s: s, d: d, prefix: VirtualPrefix(d.ID), queued: map[string]bool{}, people: map[string]*person{},
+		times: map[string]int64{}}
 }
 
 // run plays until the drop is finished (nil), the lease is lost, ctx ends
@@ -199,7 +204,11 @@ func (p *player) step(ctx context.Context) error {
 	if err := p.read(ctx, maxReadsPerStep); err != nil {
 		return err
 	}
-	if err := p.buy(ctx, now); err != nil {
+	err := p.buy(ctx, now)
+	if ferr := p.countTimes(ctx); err == nil {
+		err = ferr
+	}
+	if err != nil {
 		return err
 	}
 	if p.soldOut && !p.paused {
@@ -390,7 +399,20 @@ func (p *player) admitted(user string, seq int64, at time.Time) {
 	}
 	u := p.plan.User(k)
 	p.queued[user] = true
-	heap.Push(&p.pending, buyer{at: at.Add(u.Think), user: user, seq: seq, seed: u.Seed})
+	heap.Push(&p.pending, buyer{at: at.Add(u.Think), user: user, index: k, seq: seq, seed: u.Seed})
+}
+
+// countTimes adds the step times of the virtual users that bought since
+// the last call to the drop's histograms in Redis.
+func (p *player) countTimes(ctx context.Context) error {
+	if len(p.times) == 0 {
+		return nil
+	}
+	if err := p.s.eng.AddCrowdTimes(ctx, p.d.Event, p.times); err != nil {
+		return err
+	}
+	clear(p.times)
+	return nil
 }
 
 // buy has the virtual users whose think time is over order a seat.
@@ -431,6 +453,9 @@ func (p *player) order(ctx context.Context, b buyer) error {
 		case "":
 			p.seats.mark(seat)
 			p.soldOut = p.seats.full()
+			if flow := p.plan.Flow(); len(flow) > 0 {
+				countSteps(p.times, flow, p.plan.User(b.index).Steps)
+			}
 			return nil
 		case queue.CodeSeatTaken:
 			p.seats.mark(seat)
@@ -557,6 +582,12 @@ func (p *player) finish(ctx context.Context, now time.Time) error {
 		Joined: joins.Seq, CrowdJoined: p.cursor, CrowdSold: crowdSold}
 	n := int(p.cursor)
 	f.CrowdP50, f.CrowdP90, f.CrowdP99 = p.plan.ReactionQuantile(n, 0.5), p.plan.ReactionQuantile(n, 0.9), p.plan.ReactionQuantile(n, 0.99)
+	if err := p.countTimes(ctx); err != nil {
+		return err
+	}
+	if f.CrowdSteps, err = s.crowdSteps(ctx, p.d); err != nil {
+		return err
+	}
 	// Closed first: a drop recorded as finished takes no more joins.
 	closes := now.Add(time.Second)
 	_, err = s.catalog.Update(ctx, p.d.Event, func(ev *queue.Event) {

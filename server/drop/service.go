@@ -206,6 +206,13 @@ func (s *Service) plan(d Drop) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.Private() && len(sc.Steps) > 0 {
+		// A solo race's person buys with one order call (only public drops
+		// have order steps, server/app): so does its crowd.
+		c := *sc
+		c.Steps = nil
+		sc = &c
+	}
 	p, err = NewPlan(sc, d.Level, d.Crowd, seed(sc.Seed, d.ID))
 	if err != nil {
 		return nil, err

@@ -176,6 +176,10 @@ type CrowdFigures struct {
 	Sold   int64 `json:"sold"`
 	// ReactionMS is the joined crowd's join time after the opening.
 	ReactionMS Quantiles `json:"reaction_ms"`
+	// Steps is the crowd's time per order step, then "total" from
+	// admission to purchase, over its users that bought so far; absent for
+	// a scenario without steps.
+	Steps []StepQuantiles `json:"steps,omitempty"`
 }
 
 // Results are everyone's results of a drop, partial while it runs.
@@ -194,6 +198,9 @@ func (s *Service) crowd(ctx context.Context, d Drop) (CrowdFigures, queue.JoinCo
 		return CrowdFigures{}, jc, err
 	}
 	c := CrowdFigures{Joined: cs.Cursor, Sold: cs.CrowdSold}
+	if c.Steps, err = s.crowdSteps(ctx, d); err != nil {
+		return CrowdFigures{}, jc, err
+	}
 	if f := d.Final; f != nil {
 		c.ReactionMS = Quantiles{P50: f.CrowdP50.Milliseconds(), P90: f.CrowdP90.Milliseconds(), P99: f.CrowdP99.Milliseconds()}
 		return c, jc, nil

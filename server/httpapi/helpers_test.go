@@ -172,7 +172,7 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	}
 	var orderSteps *steps.Service
 	if o.Steps != nil {
-		orderSteps = steps.New(eng, rdb, o.Steps)
+		orderSteps = steps.New(eng, rdb, o.Steps, steps.WithPresses(st))
 	}
 	api := httpapi.New(httpapi.Deps{
 		Steps:    orderSteps,

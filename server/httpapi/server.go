@@ -152,6 +152,7 @@ func New(d Deps) *Server {
 	dl.POST("", s.newDrill)
 	dl.GET("/:drill", s.drillImage)
 	dl.POST("/:drill", s.answerDrill)
+	v1.POST("/drills/press", s.stepsReady, s.press)
 	pr := v1.Group("/practice", s.practiceReady)
 	pr.GET("/scenarios", s.practiceScenarios)
 	pr.POST("", s.startPractice)

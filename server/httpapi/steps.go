@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -131,7 +132,7 @@ func (s *Server) doStep(c *gin.Context) {
 func (s *Server) drillUser(c *gin.Context) (string, bool) {
 	sess, ok, err := s.session(c)
 	if err == nil && !ok {
-		err = queue.Errorf(queue.CodeUnauthenticated, "a captcha drill needs a session: send Authorization: Bearer <access_token>")
+		err = queue.Errorf(queue.CodeUnauthenticated, "a drill needs a session: send Authorization: Bearer <access_token>")
 	}
 	if err != nil {
 		s.fail(c, err)
@@ -194,4 +195,31 @@ func (s *Server) answerDrill(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, r)
+}
+
+// press stores a press of the drill that aims at an exact second and ranks
+// it against other people's.
+func (s *Server) press(c *gin.Context) {
+	user, ok := s.drillUser(c)
+	if !ok {
+		return
+	}
+	var req struct {
+		TargetAt *time.Time `json:"target_at"`
+		OffsetMS *int64     `json:"offset_ms"`
+	}
+	if err := decode(c, &req); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if req.TargetAt == nil || req.OffsetMS == nil {
+		s.fail(c, badRequest("target_at and offset_ms are required"))
+		return
+	}
+	r, err := s.Steps.Press(c.Request.Context(), user, *req.TargetAt, time.Duration(*req.OffsetMS)*time.Millisecond)
+	if err != nil {
+		s.fail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, r)
 }

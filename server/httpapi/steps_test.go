@@ -5,8 +5,10 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/rushline/rushline/server/steps"
+	"github.com/rushline/rushline/server/store/storetest"
 )
 
 // stepFlows gives event "st" the steps without a captcha (its answer is
@@ -118,4 +120,57 @@ func TestCaptchaDrillOverHTTP(t *testing.T) {
 		http.StatusConflict, "CAPTCHA_WRONG")
 	MustError(t, f.MustDo(t, http.MethodPost, "/api/v1/drills/captcha/"+id, Bearer(alice), map[string]any{"answer": "x"}),
 		http.StatusNotFound, "NOT_FOUND")
+}
+
+// TestPressDrillOverHTTP: each press of the exact-second drill is kept in
+// SQL and ranked against other people's presses (never the person's own),
+// on both databases; an implausible press is refused.
+func TestPressDrillOverHTTP(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			f := MustServerWith(t, FixtureOptions{Steps: stepFlows, Dialect: dialect})
+			_, alice := f.MustSession(t, "alice")
+			_, bob := f.MustSession(t, "bob")
+			_, carol := f.MustSession(t, "carol")
+			target := t0.Add(-2 * time.Second).Format(time.RFC3339Nano)
+			press := func(who string, off int) *Response {
+				return f.MustDo(t, http.MethodPost, "/api/v1/drills/press", Bearer(who), map[string]any{"target_at": target, "offset_ms": off})
+			}
+			MustError(t, f.MustDo(t, http.MethodPost, "/api/v1/drills/press", nil, map[string]any{"target_at": target, "offset_ms": 1}),
+				http.StatusUnauthorized, "UNAUTHENTICATED")
+			for _, tc := range []struct {
+				name string
+				body map[string]any
+			}{
+				{"no target", map[string]any{"offset_ms": 1}},
+				{"no offset", map[string]any{"target_at": target}},
+				{"not a whole second", map[string]any{"target_at": t0.Add(-1500 * time.Millisecond).Format(time.RFC3339Nano), "offset_ms": 1}},
+				{"far from the clock", map[string]any{"target_at": t0.Add(-2 * time.Minute).Format(time.RFC3339Nano), "offset_ms": 1}},
+				{"too far off", map[string]any{"target_at": target, "offset_ms": 6000}},
+				{"later than now", map[string]any{"target_at": target, "offset_ms": 4000}},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					MustError(t, f.MustDo(t, http.MethodPost, "/api/v1/drills/press", Bearer(alice), tc.body), http.StatusBadRequest, "BAD_REQUEST")
+				})
+			}
+			for _, tc := range []struct {
+				who        string
+				off        int
+				people     float64
+				percentile any // nil before anybody else pressed
+			}{
+				{alice, 40, 0, nil},
+				{bob, -120, 1, 0.0},    // alice was closer
+				{carol, -10, 2, 100.0}, // closer than both
+				{alice, 200, 2, 0.0},   // her own 40 ms does not count
+				{bob, 100, 3, 33.3},    // of alice's 40 and 200 and carol's 10, one is further off
+			} {
+				r := press(tc.who, tc.off)
+				MustStatus(t, r, http.StatusCreated)
+				if n, _ := r.Num("people"); n != tc.people || r.Body["percentile"] != tc.percentile || r.Body["offset_ms"] != float64(tc.off) {
+					t.Errorf("press %d ms: %s; want %v others, percentile %v", tc.off, r, tc.people, tc.percentile)
+				}
+			}
+		})
+	}
 }

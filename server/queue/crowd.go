@@ -32,10 +32,11 @@ const MaxCrowdChunk = 500
 
 // CrowdKeys returns the Redis keys a practice drop adds to its event, in the
 // event's slot: the crowd hash (cursor and the player's checkpoint), the
-// crowd lease, and the people hash (nicknames and false starts).
+// crowd lease, the people hash (nicknames and false starts) and the crowd's
+// step time histograms.
 func CrowdKeys(eventID string) []string {
 	p := "rl:{ev:" + eventID + "}:"
-	return []string{p + "crowd", p + "cl", p + "people"}
+	return []string{p + "crowd", p + "cl", p + "people", p + "ct"}
 }
 
 // Key indexes into CrowdKeys.
@@ -43,6 +44,7 @@ const (
 	keyCrowd = iota
 	keyCrowdLease
 	keyPeople
+	keyCrowdTimes
 )
 
 // crowdJoinKeys are crowd_join.lua's keys: the event's, then the crowd hash
@@ -185,6 +187,33 @@ func (e *Engine) SaveCrowdCheckpoint(ctx context.Context, eventID string, c Crow
 		return fmt.Errorf("queue: crowd checkpoint %s: %w", eventID, storeErr(ctx, err))
 	}
 	return nil
+}
+
+// AddCrowdTimes adds counts (histogram field -> count) to a drop's crowd
+// step time histograms: one HINCRBY each, in one round trip.
+func (e *Engine) AddCrowdTimes(ctx context.Context, eventID string, counts map[string]int64) error {
+	key := CrowdKeys(eventID)[keyCrowdTimes]
+	pipe := e.rdb.Pipeline()
+	for f, n := range counts {
+		pipe.HIncrBy(ctx, key, f, n)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("queue: crowd times %s: %w", eventID, storeErr(ctx, err))
+	}
+	return nil
+}
+
+// CrowdTimes reads a drop's crowd step time histograms (field -> count).
+func (e *Engine) CrowdTimes(ctx context.Context, eventID string) (map[string]int64, error) {
+	m, err := e.rdb.HGetAll(ctx, CrowdKeys(eventID)[keyCrowdTimes]).Result()
+	if err != nil {
+		return nil, fmt.Errorf("queue: crowd times %s: %w", eventID, storeErr(ctx, err))
+	}
+	out := make(map[string]int64, len(m))
+	for f, v := range m {
+		out[f], _ = strconv.ParseInt(v, 10, 64)
+	}
+	return out, nil
 }
 
 // JoinCounts are an event's arrival counts.

@@ -25,15 +25,16 @@ const (
 	keyDevices
 	keyHolds
 	keyPrequeue
+	keyHolders
 	numKeys
 )
 
 var (
 	// keyNames end each key's name; the scripts' KEYS headers use them too.
-	keyNames = [numKeys]string{"cfg", "seq", "w", "a", "as", "f", "n", "st", "s", "lease", "p", "pg", "dv", "hd", "pq"}
+	keyNames = [numKeys]string{"cfg", "seq", "w", "a", "as", "f", "n", "st", "s", "lease", "p", "pg", "dv", "hd", "pq", "hu"}
 	// keyVars are the Lua locals lib.lua and the scripts know the keys by.
 	keyVars = [numKeys]string{"K_CFG", "K_SEQ", "K_W", "K_A", "K_AS", "K_F", "K_N", "K_ST", "K_S", "K_LEASE",
-		"K_P", "K_PG", "K_DV", "K_HD", "K_PQ"}
+		"K_P", "K_PG", "K_DV", "K_HD", "K_PQ", "K_HU"}
 )
 
 // Every key of an event is keyOpen + id + keyClose + its name. The hash tag

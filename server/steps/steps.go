@@ -60,15 +60,25 @@ var scriptStep = redis.NewScript(luaStep)
 // FlowFunc returns the steps of an event: nil for an event without steps.
 type FlowFunc func(ctx context.Context, eventID string) ([]Step, error)
 
-// CrowdFunc returns the median time from admission to purchase of an
-// event's crowd (which takes no steps); ok is false for an event with no
-// crowd.
-type CrowdFunc func(ctx context.Context, eventID string) (median time.Duration, ok bool, err error)
+// CrowdTime is a crowd's time at one step, or from admission to purchase:
+// its median and p90 over N virtual users.
+type CrowdTime struct {
+	P50, P90 time.Duration
+	N        int64
+}
+
+// CrowdTotal names the crowd's time from admission to purchase in a
+// CrowdFunc's answer.
+const CrowdTotal = "total"
+
+// CrowdFunc returns an event's crowd's times by step name, and CrowdTotal;
+// ok is false for an event with no crowd.
+type CrowdFunc func(ctx context.Context, eventID string) (times map[string]CrowdTime, ok bool, err error)
 
 // Option adjusts a Service.
 type Option func(*Service)
 
-// WithCrowd has Times report the crowd's time to purchase beside the people's.
+// WithCrowd has Times report the crowd's times beside the people's.
 func WithCrowd(f CrowdFunc) Option { return func(s *Service) { s.crowd = f } }
 
 // ParseFlow checks a flow's names: known, in order, once each, with a
@@ -89,12 +99,13 @@ func ParseFlow(names []string) ([]Step, error) {
 
 // Service runs the steps of every event. Safe for concurrent use.
 type Service struct {
-	eng   *queue.Engine
-	rdb   redis.UniversalClient
-	flows FlowFunc
-	crowd CrowdFunc
-	keep  time.Duration
-	maps  *queue.SeatMaps
+	eng     *queue.Engine
+	rdb     redis.UniversalClient
+	flows   FlowFunc
+	crowd   CrowdFunc
+	presses PressStore
+	keep    time.Duration
+	maps    *queue.SeatMaps
 
 	mu    sync.Mutex
 	cache map[string][]Step // flows never change once an event has one
@@ -344,7 +355,8 @@ var errDone = errors.New("steps: already done")
 // run runs the step script in mode.
 func (s *Service) run(ctx context.Context, a attempt, step, before Step, value, mode string) (Done, error) {
 	ev := a.ev.ID
-	keys := []string{queue.EventKey(ev, "as"), LogKey(ev, a.en.Seq), queue.EventKey(ev, "hd"), queue.EventKey(ev, "st"), durKey(ev, step)}
+	keys := []string{queue.EventKey(ev, "as"), LogKey(ev, a.en.Seq), queue.EventKey(ev, "hd"), queue.EventKey(ev, "st"), durKey(ev, step),
+		queue.EventKey(ev, "hu")}
 	now := s.eng.Now()
 	r, err := scriptStep.Run(ctx, s.rdb, keys, now.UnixMilli(), a.en.UserID, a.en.Seq, string(step), string(before), value,
 		mode, s.keep.Milliseconds()).Slice()
@@ -428,12 +440,13 @@ type Times struct {
 	// PeopleTotalMS the people's median of it.
 	TotalMS       *int64 `json:"total_ms"`
 	PeopleTotalMS *int64 `json:"people_total_ms"`
-	// CrowdMS is the crowd's median time from admission to purchase (it
-	// takes no steps), for events with a crowd.
-	CrowdMS *int64 `json:"crowd_ms"`
-	Seat    string `json:"seat,omitempty"`
-	Grade   string `json:"grade,omitempty"`
-	Price   int    `json:"price,omitempty"`
+	// CrowdMS and CrowdP90MS are the crowd's median and p90 time from
+	// admission to purchase, for events with a crowd once some of it bought.
+	CrowdMS    *int64 `json:"crowd_ms"`
+	CrowdP90MS *int64 `json:"crowd_p90_ms"`
+	Seat       string `json:"seat,omitempty"`
+	Grade      string `json:"grade,omitempty"`
+	Price      int    `json:"price,omitempty"`
 }
 
 // StepTime is one step's time: yours, and the people's median and count.
@@ -444,6 +457,11 @@ type StepTime struct {
 	People   int64  `json:"people"`
 	// Percentile is the share of the people slower than you at this step.
 	Percentile *float64 `json:"percentile"`
+	// CrowdP50MS and CrowdP90MS are the crowd's median and p90 at this
+	// step over the Crowd virtual users that bought, for events with a crowd.
+	CrowdP50MS *int64 `json:"crowd_p50_ms"`
+	CrowdP90MS *int64 `json:"crowd_p90_ms"`
+	Crowd      int64  `json:"crowd"`
 }
 
 // Times returns token's step times against everyone's in the event.
@@ -516,13 +534,20 @@ func (s *Service) Times(ctx context.Context, eventID, token string) (Times, erro
 		t.PeopleTotalMS = &sum // the sum of the steps' medians
 	}
 	if s.crowd != nil {
-		med, ok, err := s.crowd(ctx, eventID)
+		ct, ok, err := s.crowd(ctx, eventID)
 		if err != nil {
 			return Times{}, err
 		}
 		if ok {
-			ms := med.Milliseconds()
-			t.CrowdMS = &ms
+			for i := range t.Steps {
+				if c, ok := ct[string(t.Steps[i].Step)]; ok && c.N > 0 {
+					t.Steps[i].CrowdP50MS, t.Steps[i].CrowdP90MS = msPtr(c.P50), msPtr(c.P90)
+					t.Steps[i].Crowd = c.N
+				}
+			}
+			if c, ok := ct[CrowdTotal]; ok && c.N > 0 {
+				t.CrowdMS, t.CrowdP90MS = msPtr(c.P50), msPtr(c.P90)
+			}
 		}
 	}
 	if seat := log["v:seat"]; seat != "" {
@@ -532,6 +557,11 @@ func (s *Service) Times(ctx context.Context, eventID, token string) (Times, erro
 		}
 	}
 	return t, nil
+}
+
+func msPtr(d time.Duration) *int64 {
+	ms := d.Milliseconds()
+	return &ms
 }
 
 // ScenarioFlows is the FlowFunc of events run from scenarios: scenarioOf

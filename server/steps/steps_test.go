@@ -3,6 +3,8 @@ package steps_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -239,6 +241,77 @@ func TestHoldBindsWhileActive(t *testing.T) {
 	}
 }
 
+// TestEndedAttemptsFreeTheirHolds: a hold leaves the queue's hd hash when
+// its attempt ends (expired, left, or bought another seat by the order
+// call), so the seat map and the grade counts show the seat free again and
+// hd does not grow with every pass that ran out.
+func TestEndedAttemptsFreeTheirHolds(t *testing.T) {
+	f := MustFixture(t, []steps.Step{steps.Seat, steps.Confirm})
+	ctx := context.Background()
+	hold := func(user, seat string) string {
+		t.Helper()
+		tok := f.MustAdmit(t, f.ev.ID, user)
+		if _, err := f.svc.Do(ctx, f.ev.ID, tok, steps.Seat, seat, me(user)); err != nil {
+			t.Fatalf("%s holds %s: %v", user, seat, err)
+		}
+		return tok
+	}
+	holds := func() map[string]string {
+		t.Helper()
+		m, err := f.rdb.HGetAll(ctx, queue.EventKey(f.ev.ID, "hd")).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	late := hold("u_late", "A-1")
+	gone := hold("u_gone", "A-2")
+	other := hold("u_other", "A-3")
+	if h := holds(); len(h) != 3 {
+		t.Fatalf("hd %v, want the 3 holds", h)
+	}
+	if _, err := f.eng.Leave(ctx, f.ev.ID, gone, me("u_gone")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.eng.Order(ctx, f.ev, other, "A-4", me("u_other")); err != nil {
+		t.Fatal(err)
+	}
+	if h := holds(); len(h) != 1 || h["A-1"] == "" {
+		t.Fatalf("hd %v after a leave and an order elsewhere, want only A-1's hold", h)
+	}
+	watcher := f.MustAdmit(t, f.ev.ID, "u_watch")
+	free := func() int {
+		t.Helper()
+		st, err := f.svc.State(ctx, f.ev.ID, watcher)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Grades[0].Free
+	}
+	before := free()
+	f.clk.Advance(61 * time.Second)
+	if _, err := f.eng.Expire(ctx, f.ev.ID, "r1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if h := holds(); len(h) != 0 {
+		t.Fatalf("hd %v after u_late's pass expired, want empty", h)
+	}
+	if n, _ := f.rdb.HLen(ctx, queue.EventKey(f.ev.ID, "hu")).Result(); n != 0 {
+		t.Fatalf("hu holds %d entries, want none", n)
+	}
+	_, err := f.svc.Do(ctx, f.ev.ID, late, steps.Confirm, "", me("u_late"))
+	MustCode(t, err, queue.CodeNotActive)
+	// The watcher's pass ran out with the others': a new one sees A-1 free.
+	watcher = f.MustAdmit(t, f.ev.ID, "u_watch2")
+	if got := free(); got != before+1 {
+		t.Errorf("the first grade has %d free seats after the expiry, want %d (A-1 free again)", got, before+1)
+	}
+	seats, err := f.svc.Seats(ctx, f.ev.ID, watcher, "VIP")
+	if err != nil || seats[0].ID != "A-1" || seats[0].Taken {
+		t.Fatalf("map %+v %v, want A-1 free", seats, err)
+	}
+}
+
 // TestEventWithoutSteps: steps are opt-in; an event without them refuses
 // them and sells through API.md's order call as before.
 func TestEventWithoutSteps(t *testing.T) {
@@ -404,7 +477,8 @@ func BenchmarkStep(b *testing.B) {
 	}
 }
 
-// TestTimesReportTheCrowd: with a crowd, Times carries its time to purchase.
+// TestTimesReportTheCrowd: with a crowd, Times carries its median and p90
+// per step and from admission to purchase, beside the person's.
 func TestTimesReportTheCrowd(t *testing.T) {
 	p := redistest.MustStart(t)
 	rdb := redistest.MustClient(t, p.Addr())
@@ -417,14 +491,26 @@ func TestTimesReportTheCrowd(t *testing.T) {
 	}
 	svc := steps.New(eng, rdb, func(context.Context, string) ([]steps.Step, error) {
 		return []steps.Step{steps.Seat, steps.Confirm}, nil
-	}, steps.WithCrowd(func(context.Context, string) (time.Duration, bool, error) { return 1500 * time.Millisecond, true, nil }))
+	}, steps.WithCrowd(func(context.Context, string) (map[string]steps.CrowdTime, bool, error) {
+		return map[string]steps.CrowdTime{
+			"seat":           {P50: 1800 * time.Millisecond, P90: 4 * time.Second, N: 7},
+			steps.CrowdTotal: {P50: 2500 * time.Millisecond, P90: 6 * time.Second, N: 7},
+		}, true, nil
+	}))
 	en, _, err := eng.Join(ctx, "c", "u_1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tm, err := svc.Times(ctx, "c", en.Token)
-	if err != nil || tm.CrowdMS == nil || *tm.CrowdMS != 1500 || tm.TotalMS != nil {
-		t.Fatalf("times %+v %v, want the crowd's 1.5 s and no total yet", tm, err)
+	if err != nil || tm.CrowdMS == nil || *tm.CrowdMS != 2500 || *tm.CrowdP90MS != 6000 || tm.TotalMS != nil {
+		t.Fatalf("times %+v %v, want the crowd's 2.5 s / 6 s and no total yet", tm, err)
+	}
+	seat, confirm := tm.Steps[0], tm.Steps[1]
+	if seat.CrowdP50MS == nil || *seat.CrowdP50MS != 1800 || *seat.CrowdP90MS != 4000 || seat.Crowd != 7 {
+		t.Errorf("seat %+v, want the crowd's 1.8 s / 4 s over 7", seat)
+	}
+	if confirm.CrowdP50MS != nil || confirm.Crowd != 0 {
+		t.Errorf("confirm %+v, want no crowd figure (none given)", confirm)
 	}
 }
 
@@ -455,4 +541,60 @@ func TestBigGradesComeInBlocks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkExpireHolds times one expiry sweep call (queue.DefaultChunk
+// passes) when every expiring pass holds a seat, which the sweep frees.
+func BenchmarkExpireHolds(b *testing.B) {
+	f := MustFixture(b, []steps.Step{steps.Seat, steps.Confirm})
+	ctx := context.Background()
+	ev := queue.Event{ID: "big", Name: "big", Seats: 2 * queue.DefaultChunk, Capacity: 100_000, AdmitBatch: 10,
+		AdmitIntervalMS: 100, ActiveTTLS: 60, Policy: queue.PolicyCapacity, CreatedAt: f.clk.Now()}
+	if err := f.eng.CreateEvent(ctx, ev); err != nil {
+		b.Fatal(err)
+	}
+	var took time.Duration
+	for i := range b.N {
+		for k := range queue.DefaultChunk {
+			user := fmt.Sprintf("u_%d_%d", i, k)
+			tok := f.MustAdmit(b, ev.ID, user)
+			if _, err := f.svc.Do(ctx, ev.ID, tok, steps.Seat, queue.SeatID(ev.Seats, k), me(user)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		f.clk.Advance(61 * time.Second)
+		f.rdb.ConfigResetStat(ctx)
+		r, err := f.eng.Expire(ctx, ev.ID, "r1", time.Minute)
+		if err != nil || r.Expired != queue.DefaultChunk {
+			b.Fatalf("expired %d, %v", r.Expired, err)
+		}
+		took += maxScriptTime(b, f.rdb)
+		if n, _ := f.rdb.HLen(ctx, queue.EventKey(ev.ID, "hd")).Result(); n != 0 {
+			b.Fatalf("%d holds left", n)
+		}
+	}
+	b.ReportMetric(float64(took.Microseconds())/float64(b.N), "redis-µs/sweep")
+}
+
+// maxScriptTime reads Redis's time in scripts since the stats were reset
+// (the sweep's calls: the one that expires, then one that finds none).
+func maxScriptTime(tb testing.TB, rdb *redis.Client) time.Duration {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total time.Duration
+	for _, line := range strings.Split(info, "\n") {
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+			continue
+		}
+		for _, kv := range strings.Split(strings.TrimSpace(line[strings.Index(line, ":")+1:]), ",") {
+			if us, ok := strings.CutPrefix(kv, "usec="); ok {
+				n, _ := strconv.Atoi(us)
+				total += time.Duration(n) * time.Microsecond
+			}
+		}
+	}
+	return total
 }

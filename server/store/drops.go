@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -42,6 +43,9 @@ type DropRow struct {
 	CrowdP50MS   int64      `gorm:"column:crowd_p50_ms;not null;default:0"`
 	CrowdP90MS   int64      `gorm:"column:crowd_p90_ms;not null;default:0"`
 	CrowdP99MS   int64      `gorm:"column:crowd_p99_ms;not null;default:0"`
+	// CrowdSteps is the crowd's time per order step (JSON of
+	// []drop.StepQuantiles), '' for a scenario without steps.
+	CrowdSteps string `gorm:"column:crowd_steps;not null;default:''"`
 	// Held is true while the drop's event is kept (in Redis and SQL).
 	Held      bool      `gorm:"column:held;not null;default:true"`
 	CreatedAt time.Time `gorm:"column:created_at;not null"`
@@ -75,6 +79,11 @@ func (r DropRow) Drop() drop.Drop {
 			CrowdP50: time.Duration(r.CrowdP50MS) * time.Millisecond,
 			CrowdP90: time.Duration(r.CrowdP90MS) * time.Millisecond,
 			CrowdP99: time.Duration(r.CrowdP99MS) * time.Millisecond}
+		if r.CrowdSteps != "" {
+			// Written by FinishDrop from the same type: a row that fails
+			// to parse shows no step times rather than no drop.
+			_ = json.Unmarshal([]byte(r.CrowdSteps), &d.Final.CrowdSteps)
+		}
 	}
 	return d
 }
@@ -197,11 +206,19 @@ func (s *Store) StaleDrops(ctx context.Context, t time.Time) ([]drop.Drop, error
 // FinishDrop records a drop's end. Only the first call changes the row, so
 // replicas finishing the drop at once agree on its figures.
 func (s *Store) FinishDrop(ctx context.Context, id string, f drop.Final) error {
+	var steps string
+	if f.CrowdSteps != nil {
+		b, err := json.Marshal(f.CrowdSteps)
+		if err != nil {
+			return err
+		}
+		steps = string(b)
+	}
 	res := s.db.WithContext(ctx).Model(&DropRow{}).Where("id = ? AND finished_at IS NULL", id).Updates(map[string]any{
 		"finished_at": utc(f.FinishedAt), "sold_out": f.SoldOut, "sold": f.Sold, "people_joined": f.PeopleJoined,
 		"joined": f.Joined, "crowd_joined": f.CrowdJoined, "crowd_sold": f.CrowdSold,
 		"crowd_p50_ms": f.CrowdP50.Milliseconds(), "crowd_p90_ms": f.CrowdP90.Milliseconds(),
-		"crowd_p99_ms": f.CrowdP99.Milliseconds(),
+		"crowd_p99_ms": f.CrowdP99.Milliseconds(), "crowd_steps": steps,
 	})
 	if res.Error != nil {
 		return unavailable("finish drop "+id, res.Error)

@@ -79,7 +79,8 @@ func TestDrops(t *testing.T) {
 
 			final := drop.Final{FinishedAt: t0.Add(11 * time.Minute), SoldOut: true, Sold: 2000, PeopleJoined: 31,
 				Joined: 200_031, CrowdJoined: 200_000, CrowdSold: 1990, CrowdP50: 1200 * time.Millisecond,
-				CrowdP90: 2500 * time.Millisecond, CrowdP99: 4 * time.Second}
+				CrowdP90: 2500 * time.Millisecond, CrowdP99: 4 * time.Second,
+				CrowdSteps: []drop.StepQuantiles{{Step: "seat", P50: 1800, P90: 4400, N: 1990}, {Step: "total", P50: 9900, P90: 16000, N: 1990}}}
 			if err := s.FinishDrop(ctx, "d-a", final); err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +95,7 @@ func TestDrops(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ = s.Drop(ctx, "d-a")
-			if got.Final == nil || *got.Final != final {
+			if got.Final == nil || !reflect.DeepEqual(*got.Final, final) {
 				t.Errorf("finished drop's figures = %+v, want %+v", got.Final, final)
 			}
 			open, _ = s.OpenDrops(ctx)

@@ -214,6 +214,7 @@ func (s *Store) retry(ctx context.Context, every time.Duration, log *slog.Logger
 func (s *Store) migrate(ctx context.Context) error {
 	models := []any{&EventRow{}, &Entry{}, &Transition{}, &Order{}, &PriorityGrant{}, &OrderConflict{}}
 	models = append(models, dropModels...)
+	models = append(models, &PressRow{})
 	db := s.db.WithContext(ctx)
 	if s.dialect != DialectPostgres {
 		return db.AutoMigrate(models...)

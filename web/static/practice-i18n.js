@@ -30,13 +30,14 @@ const EN = {
   'wait.behind': 'Behind you', 'wait.soldout': 'Sold out: every seat is gone. The result comes up in a moment.',
   'res.total': 'Admission to purchase', 'res.grade': 'Seat grade', 'res.steps': 'Time per step: you, the people in this drop, the crowd',
   'res.step': 'Step', 'res.you': 'You', 'res.people': 'People\'s median', 'res.slower': 'Slower than you',
-  'res.crowd': 'The crowd takes no steps: it buys after its think time (its column). Its median reaction to the opening was {p50}.',
+  'res.crowd': 'The crowd\'s column is its median / p90 at each step, over the {n} of it who bought a seat. Its median reaction to the opening was {p50}.',
+  'res.crowdwait': 'None of the crowd has bought a seat yet: its column fills in as it does. Its median reaction to the opening was {p50}.',
   'res.admitted': 'Admission',
   'front.join': 'Join', 'front.joinNow': 'Join now!', 'front.open': 'The drop is open', 'front.opensIn': 'The drop opens in',
   'front.go': 'Open! Join now.', 'front.over': 'This drop is over', 'front.secs': 'Opens in {n} s.',
   'front.early': 'Too early! False start {n}: the line isn\'t open yet. Wait for zero and press again.',
   'wait.next': 'You are next in line.', 'wait.pos': 'You are {pos} in line, {eta} to go.',
-  'res.crowdcol': 'Crowd',
+  'res.crowdcol': 'Crowd p50 / p90',
   'res.running': 'The drop is still running: these results are partial and follow it live.', 'nav.drills': 'Drills', 'drill.first': '{s}: the first drill on this server.', 'who': 'Racing as {n}', 'drill.captcha': 'Captcha drill',
   'drill.captcha.help': 'Type the digits as fast as you can. The server times you from the moment the picture is served, and ranks you against everyone\'s drills.',
   'drill.need': 'Pick a nickname on the front page first.', 'drill.start': 'Start', 'drill.again': 'Again',
@@ -47,6 +48,7 @@ const EN = {
   'race.pending': 'Your race is still on: your result comes up here as soon as your attempt ends (a seat bought, your turn run out, or the seats gone).',
   'race.partial': 'The bots are still racing: their side below is partial and fills in until the race ends.',
   'race.bots.sofar': '{n} of {total} bots joined so far', 'race.sold.sofar': '{n} of {seats} so far', 'race.racing': 'Still racing',
+  'drill.pressrank': 'closer than {p}% of {n} presses by others', 'drill.pressfirst': 'the first press kept on this server', 'drill.pressfar': 'too far off to rank',
 };
 
 const KO = {
@@ -77,13 +79,14 @@ const KO = {
   'wait.behind': '내 뒤 대기', 'wait.soldout': '매진되었습니다. 곧 결과가 나옵니다.',
   'res.total': '입장부터 결제까지', 'res.grade': '좌석 등급', 'res.steps': '단계별 시간: 나, 이 드롭의 사람들, 가상 관객',
   'res.step': '단계', 'res.you': '나', 'res.people': '사람들 중앙값', 'res.slower': '나보다 느린 사람',
-  'res.crowd': '가상 관객은 단계 없이 고민 시간 뒤에 바로 구매합니다(오른쪽 열). 오픈 반응 속도 중앙값은 {p50}입니다.',
+  'res.crowd': '가상 관객 열은 좌석을 산 {n}명의 단계별 중앙값 / p90입니다. 오픈 반응 속도 중앙값은 {p50}입니다.',
+  'res.crowdwait': '아직 좌석을 산 가상 관객이 없습니다. 구매가 이어지면 열이 채워집니다. 오픈 반응 속도 중앙값은 {p50}입니다.',
   'res.admitted': '입장',
   'front.join': '입장', 'front.joinNow': '지금 입장!', 'front.open': '드롭이 열렸습니다', 'front.opensIn': '드롭 오픈까지',
   'front.go': '오픈! 지금 입장하세요.', 'front.over': '이 드롭은 끝났습니다', 'front.secs': '{n}초 후 오픈.',
   'front.early': '너무 빨랐습니다! 부정 출발 {n}회: 아직 열리지 않았습니다. 0이 되면 다시 누르세요.',
   'wait.next': '다음 차례입니다.', 'wait.pos': '대기 순번 {pos}번, 약 {eta} 남음.',
-  'res.crowdcol': '가상 관객',
+  'res.crowdcol': '가상 관객 중앙값 / p90',
   'res.running': '드롭이 아직 진행 중입니다. 결과는 중간 집계이며 실시간으로 바뀝니다.', 'nav.drills': '연습 게임', 'drill.first': '{s}: 이 서버의 첫 기록입니다.', 'who': '{n} 님 참가 중', 'drill.captcha': '보안문자 연습',
   'drill.captcha.help': '숫자를 최대한 빨리 입력하세요. 그림이 나온 순간부터 서버가 시간을 재고, 다른 사람들의 기록과 비교합니다.',
   'drill.need': '먼저 첫 화면에서 닉네임을 정하세요.', 'drill.start': '시작', 'drill.again': '다시',
@@ -94,6 +97,7 @@ const KO = {
   'race.pending': '아직 경기 중입니다. 좌석을 사거나, 구매 시간이 끝나거나, 매진되는 즉시 여기에 결과가 나옵니다.',
   'race.partial': '봇들이 아직 경쟁 중입니다. 아래 봇 기록은 중간 집계이며 경기가 끝날 때까지 채워집니다.',
   'race.bots.sofar': '봇 {total}명 중 지금까지 {n}명 입장', 'race.sold.sofar': '지금까지 {seats}석 중 {n}석', 'race.racing': '아직 경쟁 중',
+  'drill.pressrank': '다른 사람의 기록 {n}개 중 {p}%보다 정확', 'drill.pressfirst': '이 서버의 첫 기록', 'drill.pressfar': '너무 멀어서 순위에 넣지 않습니다',
 };
 
 // Static page text in Korean, by its English text: the page's own words

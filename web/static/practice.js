@@ -24,6 +24,8 @@ const RESULT_PARTIAL_MS = 1000;
 const RESULT_MAX_MS = 5000;
 const DROP_MS = 1000;
 const DROP_RESULT_MS = 2000;
+// PRESS_MAX_MS is the furthest from its target a press the server ranks.
+const PRESS_MAX_MS = 5000;
 const CHART_POINTS = 600;
 const MAX_RACES = 20;
 
@@ -447,8 +449,12 @@ function renderDropResult(info, res, mine) {
 }
 
 // loadStepTimes fills the person's time per step against the drop's
-// people, for a drop with order steps; hidden otherwise.
+// people and crowd, for a drop with order steps; hidden otherwise. While
+// the drop runs and the crowd's column is not full, it reads them again.
+let stepTimesTimer = 0;
 async function loadStepTimes(info, res) {
+  clearTimeout(stepTimesTimer);
+  const shown = still();
   const r = race(info.event);
   const box = $('dres-steps-box');
   const rows = document.querySelectorAll('#view-dresult [data-steps]');
@@ -469,17 +475,27 @@ async function loadStepTimes(info, res) {
     el('td', { class: 'num', text: fmtMS(x.you_ms) }),
     el('td', { class: 'num', text: `${fmtMS(x.people_p50_ms)} (${fmtNum(x.people)})` }),
     el('td', { class: 'num', text: typeof x.percentile === 'number' ? `${x.percentile}%` : '—' }),
-    el('td', { class: 'num', text: '—' }),
+    el('td', { class: 'num', dataset: { crowd: '' }, text: crowdCell(x.crowd_p50_ms, x.crowd_p90_ms) }),
   ])), el('tr', { class: 'total', dataset: { step: 'total' } }, [
     el('th', { scope: 'row', text: t('res.total') }),
     el('td', { class: 'num', text: fmtMS(tm.total_ms) }),
     el('td', { class: 'num', text: fmtMS(tm.people_total_ms) }),
     el('td', { class: 'num', text: '' }),
-    el('td', { class: 'num', text: fmtMS(tm.crowd_ms) }),
+    el('td', { class: 'num', dataset: { crowd: '' }, text: crowdCell(tm.crowd_ms, tm.crowd_p90_ms) }),
   ]));
   const q = ((res && res.crowd) || {}).reaction_ms || {};
-  setText($('dres-crowd-note'), typeof q.p50 === 'number' ? `${t('res.crowd', { p50: fmtSec(q.p50) })}` : '');
+  const bought = Math.max(0, ...(tm.steps || []).map((x) => x.crowd || 0));
+  setText($('dres-crowd-note'), typeof q.p50 === 'number'
+    ? t(bought ? 'res.crowd' : 'res.crowdwait', { n: fmtNum(bought), p50: fmtSec(q.p50) }) : '');
+  const full = typeof tm.crowd_ms === 'number' && (tm.steps || []).every((x) => typeof x.crowd_p50_ms === 'number');
+  if (!full && res && res.phase !== 'finished') {
+    stepTimesTimer = setTimeout(() => { if (shown()) loadStepTimes(info, res); }, DROP_RESULT_MS);
+  }
 }
+
+// crowdCell shows the crowd's median and p90 at a step, "—" before any of
+// it bought.
+const crowdCell = (p50, p90) => (typeof p50 === 'number' ? `${fmtMS(p50)} / ${fmtMS(p90)}` : '—');
 
 // loadDropBoard fills the leaderboard of the chosen period; this person's row
 // is the one with their user id.
@@ -1459,8 +1475,21 @@ function showDrills() {
     hist.length = Math.min(hist.length, 10);
     const say = (x) => (x < 0 ? t('drill.early', { ms: -x }) : t('drill.late', { ms: x }));
     const avg = Math.round(hist.reduce((a, x) => a + Math.abs(x), 0) / hist.length);
-    setText($('ds-result'), `${say(off)} · ${t('drill.avg', { ms: avg })}`);
+    const line = `${say(off)} · ${t('drill.avg', { ms: avg })}`;
+    setText($('ds-result'), line);
     $('ds-history').replaceChildren(...hist.map((x) => el('li', { text: say(x) })));
+    // The server keeps the press and ranks it against other people's;
+    // one more than 5 s off is no attempt at the second.
+    if (session() && Math.abs(off) > PRESS_MAX_MS) setText($('ds-result'), `${line} · ${t('drill.pressfar')}`);
+    else if (session()) {
+      api('POST', '/drills/press', { bearer: bearer(), body: { target_at: new Date(target).toISOString(), offset_ms: off } })
+        .then((r) => {
+          if (hist[0] !== off) return; // a later press is shown already
+          setText($('ds-result'), `${line} · ${typeof r.percentile === 'number'
+            ? t('drill.pressrank', { p: r.percentile, n: fmtNum(r.people) }) : t('drill.pressfirst')}`);
+        })
+        .catch((err) => setText($('ds-result'), `${line} · ${friendly(err)}`));
+    }
     aim();
   };
   onLeave(() => { $('dc-start').onclick = null; answer.oninput = null; $('ds-press').onclick = null; });

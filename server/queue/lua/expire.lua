@@ -1,7 +1,7 @@
 -- expire.lua: end active windows that have run out, at most ARGV[5] in one
 -- call; run by the lease holder on a short sweep, independent of the
 -- admission interval.
--- KEYS: cfg, a, as, f, n, s, lease, dv (lib.lua describes each)
+-- KEYS: cfg, a, as, f, n, s, lease, dv, hd, hu (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3] replica id, ARGV[4] lease ms, ARGV[5] most to expire in this call
 -- Returns {'LEADER', expired, ms until the next admission tick is due (0
@@ -23,6 +23,11 @@ if #due > 0 then
   if redis.call('EXISTS', K_DV) == 1 then
     for _, user in ipairs(due) do
       unbind(user)
+    end
+  end
+  if redis.call('EXISTS', K_HU) == 1 then
+    for _, user in ipairs(due) do
+      release_hold(user)
     end
   end
   local fin, e = {}, new_batch('expired')

@@ -1,7 +1,7 @@
 -- join.lua: put users in line, or return the attempts they already hold. One
 -- call takes a whole batch of joins on one event (queue.batcher concatenates
 -- them) and answers each exactly as if it had run alone, in order.
--- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv, pq (lib.lua describes each)
+-- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv, pq, hd, hu (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3..] five per join: user id, priority code to redeem or "", "1" to put
 -- the user in the priority lane without a grant (the simulator's VIRTUAL

@@ -1,5 +1,5 @@
 -- leave.lua: give up a place in line or an active slot.
--- KEYS: cfg, w, a, as, f, n, s, p, dv (lib.lua describes each)
+-- KEYS: cfg, w, a, as, f, n, s, p, dv, hd, hu (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id, ARGV[4] seq, ARGV[5] "1" when the caller owns the token
 -- Returns {'OK', previous status} or an error code with nothing changed.

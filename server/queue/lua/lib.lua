@@ -23,6 +23,8 @@
 --                 while that user holds a live attempt
 --   hd     HASH   seat holds of the order steps (server/steps): seat id ->
 --                 "user id|seq"; a hold binds only while that attempt is active
+--   hu     HASH   the holds by holder: user id -> "seq|seat id", so an attempt
+--                 that ends (expired, left, done) frees its hold at once
 -- Every script gets the same leading ARGV:
 --   ARGV[1] now in ms (the server's clock), ARGV[2] stream MAXLEN (approximate;
 --   0, the default, trims nothing: see xadd)
@@ -125,12 +127,25 @@ local function unbind(user)
   end
 end
 
+-- release_hold frees the seat user's attempt holds in the order steps, if
+-- any: called when user's active attempt ends, so the hold binds nobody.
+local function release_hold(user)
+  local v = redis.call('HGET', K_HU, user)
+  if not v then return end
+  redis.call('HDEL', K_HU, user)
+  local seq, seat = string.match(v, '^(%d+)|(.*)$')
+  if seat and redis.call('HGET', K_HD, seat) == user .. '|' .. seq then
+    redis.call('HDEL', K_HD, seat)
+  end
+end
+
 -- retire ends the active attempt of user with a finished letter and record kind.
 local function retire(user, letter, kind, ...)
   local seq, _, _, lane = active_attempt(user)
   redis.call('ZREM', K_A, user)
   redis.call('HDEL', K_AS, user)
   unbind(user)
+  release_hold(user)
   if seq then
     redis.call('HSET', K_F, seq, letter)
     redis.call('HINCRBY', K_N, kind, 1)

@@ -1,5 +1,5 @@
 -- order.lua: buy one seat with an active token, atomically; the token becomes DONE.
--- KEYS: cfg, w, a, as, f, n, st, s, p, dv, hd (lib.lua describes each)
+-- KEYS: cfg, w, a, as, f, n, st, s, p, dv, hd, hu (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id, ARGV[4] seq, ARGV[5] "1" when the caller owns the token,
 -- ARGV[6] seat id (already checked to exist), ARGV[7] order id

@@ -67,7 +67,7 @@ local function admit(user, seq, ttl, lane)
   return exp, no
 end
 
--- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv, pq (lib.lua describes each)
+-- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv, pq, hd, hu (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3] user id, ARGV[4] priority code to redeem or "", ARGV[5] "1" to put
 -- the user in the priority lane without a grant (the simulator's VIRTUAL bots),

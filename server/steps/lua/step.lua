@@ -1,7 +1,9 @@
 -- step.lua: one order step of one active attempt, in the flow's order.
 -- KEYS[1] as (the event's active attempts), KEYS[2] this attempt's step log,
 -- KEYS[3] hd (seat holds), KEYS[4] st (seats taken), KEYS[5] the step's
--- durations (ZSET: seq -> ms) over the event's people.
+-- durations (ZSET: seq -> ms) over the event's people, KEYS[6] hu (the holds
+-- by holder, which the queue's scripts read to free a hold when its attempt
+-- ends).
 -- ARGV[1] now in ms, ARGV[2] user id, ARGV[3] seq, ARGV[4] step,
 -- ARGV[5] the step before it in the flow ('' for the first), ARGV[6] value,
 -- ARGV[7] mode: 'do' checks and records; 'check' checks only (the buying
@@ -65,6 +67,7 @@ if mode ~= 'done' then
       return {'SEAT_TAKEN'}
     end
     redis.call('HSET', KEYS[3], value, me)
+    redis.call('HSET', KEYS[6], user, seq .. '|' .. value)
   elseif step == 'confirm' or step == 'payment' then
     local seat = redis.call('HGET', log, 'v:seat')
     if not seat or redis.call('HGET', KEYS[3], seat) ~= me then
