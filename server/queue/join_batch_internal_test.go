@@ -31,7 +31,7 @@ type joinArgs struct{ user, code, force, dev, proven string }
 // reserved seq and admission caps, every policy and paused events, and every
 // queue mode: closed, passthrough, random_start before its opening (joins
 // pre-queue) and after it (the first join begins the draw), with and
-// without a proof-of-work challenge.
+// without a proof-of-work challenge, with and without priority grants.
 func TestJoinBatchMatchesOneByOne(t *testing.T) {
 	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
 	ctx := context.Background()
@@ -40,6 +40,7 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).UnixMilli()
 	policies := []Policy{PolicyCapacity, PolicyCapacity, PolicyBatch, PolicyAdaptive}
 	answers := map[string]int{} // how often each answer came, over all trials
+	plain := 0                  // new waiting joins on fifo events without grants: join.lua's short way
 	pool := []string{"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7", "pre0", "pre1", "pre2", "g1", "VIRTUAL:b"}
 	for trial := range 120 {
 		rng := rand.New(rand.NewPCG(uint64(trial), 15))
@@ -81,8 +82,11 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 			}
 			joins[i] = j
 		}
-		name := fmt.Sprintf("trial %d: %d joins, %s, %s, %s, cap %d/%d", trial, len(joins), ev.Policy, ev.QueueMode,
-			ev.Challenge, inc.SeqCap, inc.AdmitCap)
+		// Half the events grant no priority: plain joins take join.lua's
+		// short way only then.
+		grants := rng.IntN(2) == 0
+		name := fmt.Sprintf("trial %d: %d joins, %s, %s, %s, cap %d/%d, grants %t", trial, len(joins), ev.Policy,
+			ev.QueueMode, ev.Challenge, inc.SeqCap, inc.AdmitCap, grants)
 		t.Run(name, func(t *testing.T) {
 			ids := [2]string{fmt.Sprintf("b%d", trial), fmt.Sprintf("s%d", trial)}
 			for _, id := range ids {
@@ -90,8 +94,10 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 				if err := eng.CreateMarked(ctx, ev, inc); err != nil {
 					t.Fatal(err)
 				}
-				if err := rdb.HSet(ctx, key(id, keyGrants), "c:C1", "", "c:C2", "", "u:g1", "1").Err(); err != nil {
-					t.Fatal(err)
+				if grants {
+					if err := rdb.HSet(ctx, key(id, keyGrants), "c:C1", "", "c:C2", "", "u:g1", "1").Err(); err != nil {
+						t.Fatal(err)
+					}
 				}
 				for _, j := range pre {
 					mustJoinOne(t, rdb, one, id, t0, j)
@@ -112,6 +118,9 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 				want := fmt.Sprint(mustJoinOne(t, rdb, one, ids[1], now, j))
 				got := append(slices.Clone(batch[i*joinWidth:(i+1)*joinWidth]), batch[len(batch)-joinShared:]...)
 				answers[got[0].(string)]++
+				if !grants && ev.QueueMode == ModeFIFO && got[0] == "NEW" && got[1] == "WAITING" {
+					plain++
+				}
 				switch got[0].(string) {
 				case "NEW", "EXISTS":
 				case "PREQUEUED":
@@ -141,6 +150,9 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 				}
 			}
 		})
+	}
+	if plain == 0 {
+		t.Error("no plain new join on a fifo event without grants: the trials miss join.lua's short way")
 	}
 	// The runs reach every kind of answer the modes bring.
 	for _, a := range []string{"NEW", "EXISTS", "PREQUEUED", "EVENT_CLOSED", "EVENT_NOT_OPEN", "CHALLENGE_FAILED", "DEVICE_BUSY"} {

@@ -2,6 +2,7 @@ package queue
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -80,9 +81,10 @@ func script(body string) *luaScript {
 
 // prelude is what runs before a script body: one line that binds each key
 // of the body's KEYS header to its local (K_CFG, ...) and leaves the others
-// nil, then lib.lua. It also returns the header's keys in order. A header
-// line "-- KEYS: cfg, w, n (…)" names them; a body without one, or naming an
-// unknown key, is a programming error and panics.
+// nil, then the part of lib.lua and fair_lib.lua the body needs (libFor).
+// It also returns the header's keys in order. A header line "-- KEYS: cfg,
+// w, n (…)" names them; a body without one, or naming an unknown key, is a
+// programming error and panics.
 func prelude(body string) (string, []int) {
 	keys := headerKeys(body)
 	var vals [numKeys]string
@@ -92,7 +94,71 @@ func prelude(body string) (string, []int) {
 	for i, k := range keys {
 		vals[k] = fmt.Sprintf("KEYS[%d]", i+1)
 	}
-	return "local " + strings.Join(keyVars[:], ", ") + " = " + strings.Join(vals[:], ", ") + "\n" + luaLib + luaFairLib, keys
+	return "local " + strings.Join(keyVars[:], ", ") + " = " + strings.Join(vals[:], ", ") + "\n" + libFor(body), keys
+}
+
+// libHelper is one helper function of lib.lua or fair_lib.lua: its name,
+// its source up to the next helper, and a pattern finding a use of it.
+type libHelper struct {
+	name, src string
+	use       *regexp.Regexp
+}
+
+// luaHelperStart starts a helper of lib.lua or fair_lib.lua.
+var luaHelperStart = regexp.MustCompile(`(?m)^local function (\w+)\(`)
+
+// libHead is the libraries' code before their first helper (NOW, MAXLEN);
+// libHelpers are their helpers, in order.
+var libHead, libHelpers = splitLib(luaLib + luaFairLib)
+
+func splitLib(lib string) (string, []libHelper) {
+	starts := luaHelperStart.FindAllStringSubmatchIndex(lib, -1)
+	helpers := make([]libHelper, len(starts))
+	for i, m := range starts {
+		end := len(lib)
+		if i+1 < len(starts) {
+			end = starts[i+1][0]
+		}
+		name := lib[m[2]:m[3]]
+		helpers[i] = libHelper{name: name, src: lib[m[0]:end], use: regexp.MustCompile(`\b` + name + `\b`)}
+	}
+	return lib[:starts[0][0]], helpers
+}
+
+// libFor is the libraries' head and the helpers body uses, directly or
+// through other helpers, in their order. Redis runs a script's whole
+// prelude at every call, and each helper it defines is a closure made, so
+// a script carries none it does not use.
+func libFor(body string) string {
+	need := make([]bool, len(libHelpers))
+	var walk func(code string)
+	walk = func(code string) {
+		for i, h := range libHelpers {
+			if !need[i] && h.use.MatchString(code) {
+				need[i] = true
+				walk(luaCode(h.src))
+			}
+		}
+	}
+	walk(luaCode(body))
+	var b strings.Builder
+	b.WriteString(libHead)
+	for i, h := range libHelpers {
+		if need[i] {
+			b.WriteString(h.src)
+		}
+	}
+	return b.String()
+}
+
+// luaCode is src without its comments.
+func luaCode(src string) string {
+	var b strings.Builder
+	for line := range strings.Lines(src) {
+		code, _, _ := strings.Cut(line, "--")
+		b.WriteString(code + "\n")
+	}
+	return b.String()
 }
 
 // headerKeys reads the KEYS header line of a script body.

@@ -17,16 +17,6 @@ var (
 	luaKeyVar = regexp.MustCompile(`\bK_[A-Z]+\b`)
 )
 
-// luaCode is src without its comments.
-func luaCode(src string) string {
-	var b strings.Builder
-	for line := range strings.Lines(src) {
-		code, _, _ := strings.Cut(line, "--")
-		b.WriteString(code + "\n")
-	}
-	return b.String()
-}
-
 // keysUsed returns the key locals code names, and those of the lib.lua
 // helpers it calls, directly or through other helpers.
 func keysUsed(code string, helpers map[string]string) map[string]bool {
@@ -113,5 +103,37 @@ func TestScriptKeys(t *testing.T) {
 	}
 	if got := len(scriptJoin.keysOf("e-1")); got >= numKeys {
 		t.Errorf("join gets %d keys, want only those it uses", got)
+	}
+}
+
+// TestPreludeCarriesUsedHelpers: a script's prelude defines the helpers its
+// body calls, and those they call, and no other (each is a closure made at
+// every call), in the libraries' order.
+func TestPreludeCarriesUsedHelpers(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		want       []string
+	}{
+		// place calls share_split.
+		{"through another helper", "-- KEYS: w\nreturn place(1, '', 1, 0, 1, 0)", []string{"share_split", "place"}},
+		// retire reaches active_attempt, parse_attempt, unbind, emit_lane, emit and xadd.
+		{"a chain", "-- KEYS: a, as, f, n, s, dv\nretire('u', 'E', 'expired')",
+			[]string{"xadd", "emit", "emit_lane", "parse_attempt", "active_attempt", "unbind", "retire"}},
+		// A name in a comment is no use.
+		{"comments", "-- KEYS: w\n-- place(1)\nreturn 1", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pre, _ := prelude(tc.body)
+			var got []string
+			for _, m := range luaFunc.FindAllStringSubmatch(pre, -1) {
+				got = append(got, m[1])
+			}
+			if !strings.Contains(pre, "local NOW = tonumber(ARGV[1])") {
+				t.Error("the prelude lacks the libraries' head")
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("helpers %v, want %v", got, tc.want)
+			}
+		})
 	}
 }

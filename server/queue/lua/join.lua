@@ -20,7 +20,8 @@
 --
 -- What makes a batch cheap: the config, the counters, the seq and both lane
 -- sizes are read once; every user's lane scores and active attempt in three
--- variadic reads; one INCRBY for the batch's seqs, one ZADD per lane, one
+-- variadic reads (none for an empty lane or active hash); a plain new join
+-- takes a short way through the loop; one INCRBY for the batch's seqs, one ZADD per lane, one
 -- HINCRBY per counter, one stream entry for the joined records (a run entry,
 -- below) and one for the direct admissions (a batch entry, see lib.lua). The
 -- joined records' seqs run on, one each, so their entry needs no seq and no
@@ -55,13 +56,15 @@ local seq_cap, adm_cap = tonumber(cfg[10]), tonumber(cfg[11])
 local mode, pow = cfg[12], cfg[14] == '1'
 local pass = mode == 'p'
 
+local argv = ARGV
 local users = {}
-for i = 1, n do users[i] = ARGV[5 * i - 2] end
+for i = 1, n do users[i] = argv[5 * i - 2] end
 local nw, np = redis.call('ZCARD', K_W), redis.call('ZCARD', K_P)
-local wsc = redis.call('ZMSCORE', K_W, unpack(users))
-local psc = {}
+-- A lane or the active hash that is empty holds none of the users.
+local wsc, psc, asv = {}, {}, {}
+if nw > 0 then wsc = redis.call('ZMSCORE', K_W, unpack(users)) end
 if np > 0 then psc = redis.call('ZMSCORE', K_P, unpack(users)) end
-local asv = redis.call('HMGET', K_AS, unpack(users))
+if redis.call('HLEN', K_AS) > 0 then asv = redis.call('HMGET', K_AS, unpack(users)) end
 local prog = redis.call('HMGET', K_N, 'admitted', 'rate')
 local admitted, rate = tonumber(prog[1]) or 0, tonumber(prog[2]) or 0
 local seq0 = tonumber(redis.call('GET', K_SEQ) or '0')
@@ -171,98 +174,122 @@ local function device_busy(user, dev)
   return false
 end
 
+-- plain: a join that holds nothing and brings no code, priority request or
+-- device, with its proof when one is asked for, goes in the normal lane at
+-- the back whatever else: the event is open, in fifo mode, grants no
+-- priority by user, and admits nobody on join (not passthrough; capacity
+-- admits only into an empty line). Such a join takes the short way below;
+-- any other the long one, which answers it alike.
+local plain = not grants and not pass and mode ~= 'c' and mode ~= 'r' and not (opens > 0 and NOW < opens)
+  and not (closes > 0 and NOW >= closes)
 for i = 1, n do
-  local user, code, force, dev = users[i], ARGV[5 * i - 1], ARGV[5 * i], ARGV[5 * i + 1]
-  local proof = not pow or ARGV[5 * i + 2] == '1'
-  local done = false
-  local held, a, b, c, d = lookup(i, user)
-  seen[user] = true
-  if held == 'W' then
-    answer('EXISTS', 'WAITING', c, b, nw + np, 0, 0, a)
-    done = true
-  elseif held == 'A' then
-    local exp = tonumber(redis.call('ZSCORE', K_A, user)) or 0
-    if exp > NOW then
-      answer('EXISTS', 'ACTIVE', a, exp, nw + np, b, c, d)
-      done = true
-    else
-      retire(user, 'E', 'expired')
-    end
-  end
-  -- 403 outranks 409 (API.md): a bad code is refused before the window is
-  -- checked. Unknown and redeemed codes answer alike, so answers cannot find
-  -- out which exist.
-  if done then
-  elseif code ~= '' and redis.call('HGET', K_PG, 'c:' .. code) ~= '' then
-    refuse('FORBIDDEN')
-  elseif mode == 'c' then
-    refuse('EVENT_CLOSED')
-  elseif mode == 'r' and prequeued(user, proof) then
-  -- A new join (not one already pre-queued) must have passed the challenge.
-  elseif not proof then
-    refuse('CHALLENGE_FAILED')
-  elseif opens > 0 and NOW < opens then
-    refuse('EVENT_NOT_OPEN')
-  elseif closes > 0 and NOW >= closes then
-    refuse('EVENT_CLOSED')
-  -- One live attempt per device: the holder's binding counts only while its
-  -- attempt lives (an attempt that ended without clean-up frees it here).
-  elseif dev ~= '' and device_busy(user, dev) then
-    refuse('DEVICE_BUSY')
-  -- No seq past what SQL has reserved: after a Redis loss the counter resumes
-  -- at the reservation, so no number handed out here is ever handed out again.
-  elseif seq_cap and seq >= seq_cap then
-    refuse('UNAVAILABLE')
-  else
-    local lane = ''
-    if force == '1' or code ~= '' or (grants and redis.call('HEXISTS', K_PG, 'u:' .. user) == 1) then
-      lane = 'p'
-    end
-    seq, jn = seq + 1, jn + 1
+  local k = 5 * i
+  local user, code, force, dev = users[i], argv[k - 1], argv[k], argv[k + 1]
+  local proof = not pow or argv[k + 2] == '1'
+  if plain and code == '' and dev == '' and force ~= '1' and proof and not wsc[i] and not psc[i] and not asv[i]
+    and not seen[user] and (nw + np > 0 or not direct) and not (seq_cap and seq >= seq_cap) then
+    seen[user] = true
+    seq, jn, nadd, nw = seq + 1, jn + 1, nadd + 1, nw + 1
     ju[jn] = user
-    if lane == 'p' and not jl then
-      jl = {}
-      for k = 1, jn - 1 do jl[k] = '-' end
-    end
-    if jl then jl[jn] = lane == 'p' and 'p' or '-' end
-    if code ~= '' then
-      redis.call('HSET', K_PG, 'c:' .. code, user)
-      jc = jc or {}
-      jc[#jc + 1], jc[#jc + 2] = jn, code
-    end
-    -- Only the capacity policy admits on join: batch promotes on ticks
-    -- alone, and adaptive must not let anyone in past a downstream it may
-    -- have found down. Passthrough admits everyone at once, capacity
-    -- aside; an unfinished draw admits nobody (the drawn go first).
-    local admit = false
-    if pass or (direct and nw + np == 0 and not (mode == 'r' and draw ~= 'done')) then
-      live = live or redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
-      admit = (pass or live < capacity) and (not adm_cap or admitted < adm_cap)
-    end
-    if admit then
-      local exp = NOW + ttl * 1000
-      admitted, live = admitted + 1, live + 1
-      local v = seq .. '|' .. NOW .. '|' .. admitted
-      if lane == 'p' then v = v .. '|p' end
-      redis.call('ZADD', K_A, exp, user)
-      redis.call('HSET', K_AS, user, v)
-      admissions = admissions or new_batch('admitted', 'x', exp, 'n', admitted)
-      batch_add(admissions, seq, lane, user)
-      answer('NEW', 'ACTIVE', seq, exp, 0, NOW, admitted, lane)
-    else
-      local p
-      nadd = nadd + 1
-      if lane == 'p' then
-        np = np + 1
-        p = place(np, lane, nw, np, batch, ppm)
-        addp[#addp + 1], addp[#addp + 2] = seq, user
+    if jl then jl[jn] = '-' end
+    local m = #addw
+    addw[m + 1], addw[m + 2] = seq, user
+    -- With nobody in the priority lane a normal place is the rank.
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 'NEW', 'WAITING', seq,
+      np > 0 and place(nw, '', nw, np, batch, ppm) or nw, nw + np
+    out[o + 6], out[o + 7], out[o + 8], out[o + 9] = 0, 0, '', admitted
+    o = o + 9
+  else
+    local done = false
+    local held, a, b, c, d = lookup(i, user)
+    seen[user] = true
+    if held == 'W' then
+      answer('EXISTS', 'WAITING', c, b, nw + np, 0, 0, a)
+      done = true
+    elseif held == 'A' then
+      local exp = tonumber(redis.call('ZSCORE', K_A, user)) or 0
+      if exp > NOW then
+        answer('EXISTS', 'ACTIVE', a, exp, nw + np, b, c, d)
+        done = true
       else
-        nw = nw + 1
-        -- With nobody in the priority lane a normal place is the rank.
-        p = np > 0 and place(nw, lane, nw, np, batch, ppm) or nw
-        addw[#addw + 1], addw[#addw + 2] = seq, user
+        retire(user, 'E', 'expired')
       end
-      answer('NEW', 'WAITING', seq, p, nw + np, 0, 0, lane)
+    end
+    -- 403 outranks 409 (API.md): a bad code is refused before the window is
+    -- checked. Unknown and redeemed codes answer alike, so answers cannot find
+    -- out which exist.
+    if done then
+    elseif code ~= '' and redis.call('HGET', K_PG, 'c:' .. code) ~= '' then
+      refuse('FORBIDDEN')
+    elseif mode == 'c' then
+      refuse('EVENT_CLOSED')
+    elseif mode == 'r' and prequeued(user, proof) then
+    -- A new join (not one already pre-queued) must have passed the challenge.
+    elseif not proof then
+      refuse('CHALLENGE_FAILED')
+    elseif opens > 0 and NOW < opens then
+      refuse('EVENT_NOT_OPEN')
+    elseif closes > 0 and NOW >= closes then
+      refuse('EVENT_CLOSED')
+    -- One live attempt per device: the holder's binding counts only while its
+    -- attempt lives (an attempt that ended without clean-up frees it here).
+    elseif dev ~= '' and device_busy(user, dev) then
+      refuse('DEVICE_BUSY')
+    -- No seq past what SQL has reserved: after a Redis loss the counter resumes
+    -- at the reservation, so no number handed out here is ever handed out again.
+    elseif seq_cap and seq >= seq_cap then
+      refuse('UNAVAILABLE')
+    else
+      local lane = ''
+      if force == '1' or code ~= '' or (grants and redis.call('HEXISTS', K_PG, 'u:' .. user) == 1) then
+        lane = 'p'
+      end
+      seq, jn = seq + 1, jn + 1
+      ju[jn] = user
+      if lane == 'p' and not jl then
+        jl = {}
+        for k = 1, jn - 1 do jl[k] = '-' end
+      end
+      if jl then jl[jn] = lane == 'p' and 'p' or '-' end
+      if code ~= '' then
+        redis.call('HSET', K_PG, 'c:' .. code, user)
+        jc = jc or {}
+        jc[#jc + 1], jc[#jc + 2] = jn, code
+      end
+      -- Only the capacity policy admits on join: batch promotes on ticks
+      -- alone, and adaptive must not let anyone in past a downstream it may
+      -- have found down. Passthrough admits everyone at once, capacity
+      -- aside; an unfinished draw admits nobody (the drawn go first).
+      local admit = false
+      if pass or (direct and nw + np == 0 and not (mode == 'r' and draw ~= 'done')) then
+        live = live or redis.call('ZCOUNT', K_A, '(' .. NOW, '+inf')
+        admit = (pass or live < capacity) and (not adm_cap or admitted < adm_cap)
+      end
+      if admit then
+        local exp = NOW + ttl * 1000
+        admitted, live = admitted + 1, live + 1
+        local v = seq .. '|' .. NOW .. '|' .. admitted
+        if lane == 'p' then v = v .. '|p' end
+        redis.call('ZADD', K_A, exp, user)
+        redis.call('HSET', K_AS, user, v)
+        admissions = admissions or new_batch('admitted', 'x', exp, 'n', admitted)
+        batch_add(admissions, seq, lane, user)
+        answer('NEW', 'ACTIVE', seq, exp, 0, NOW, admitted, lane)
+      else
+        local p
+        nadd = nadd + 1
+        if lane == 'p' then
+          np = np + 1
+          p = place(np, lane, nw, np, batch, ppm)
+          addp[#addp + 1], addp[#addp + 2] = seq, user
+        else
+          nw = nw + 1
+          -- With nobody in the priority lane a normal place is the rank.
+          p = np > 0 and place(nw, lane, nw, np, batch, ppm) or nw
+          addw[#addw + 1], addw[#addw + 2] = seq, user
+        end
+        answer('NEW', 'WAITING', seq, p, nw + np, 0, 0, lane)
+      end
     end
   end
 end
