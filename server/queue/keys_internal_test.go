@@ -118,7 +118,7 @@ func TestPreludeCarriesUsedHelpers(t *testing.T) {
 		{"through another helper", "-- KEYS: w\nreturn place(1, '', 1, 0, 1, 0)", []string{"share_split", "place"}},
 		// retire reaches active_attempt, parse_attempt, unbind, emit_lane, emit and xadd.
 		{"a chain", "-- KEYS: a, as, f, n, s, dv\nretire('u', 'E', 'expired')",
-			[]string{"xadd", "emit", "emit_lane", "parse_attempt", "active_attempt", "unbind", "retire"}},
+			[]string{"xadd", "emit", "emit_lane", "parse_attempt", "active_attempt", "unbind", "release_hold", "retire"}},
 		// A name in a comment is no use.
 		{"comments", "-- KEYS: w\n-- place(1)\nreturn 1", nil},
 	} {
