@@ -54,6 +54,10 @@ type Result struct {
 	Private  bool
 }
 
+// Ended reports whether the person's attempt has ended (a seat, sold out,
+// expired or left), whatever the rest of the drop does.
+func (r Result) Ended() bool { return r.Outcome != OutcomeWaiting }
+
 // Store keeps drops and results durably (SQL in production). Drops are
 // unique by id; a duplicate create fails with queue.CodeEventExists.
 type Store interface {

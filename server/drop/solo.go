@@ -30,6 +30,10 @@ const (
 	// may have started from a caller's address: guest sessions cost
 	// nothing, so a limit per person alone would hold back nobody.
 	DefaultSoloPerClient = 1
+	// MaxOwnSolo is the most unfinished solo races of one person: a person
+	// may race again once their attempt has ended, while the last race's
+	// bots finish, but not pile up crowds.
+	MaxOwnSolo = 2
 	// DefaultSoloLead is the least default time from a start to the opening.
 	DefaultSoloLead = 5 * time.Second
 	// MinSoloLead and MaxSoloLead bound a requested one.
@@ -148,7 +152,17 @@ func (s *Service) StartSolo(ctx context.Context, who Racer, name string, opensIn
 	}
 	d.Owner, d.Client = who.UserID, who.Client
 	ev.Name, ev.Practice = "Practice: "+sc.Name, true
-	if err := s.store.ClaimDrop(ctx, d, func(open []Drop) error { return s.fits(open, d) }); err != nil {
+	// Which of who's races they are done with: read ahead of the claim, as
+	// a result only ever ends, a stale read can only refuse more.
+	recent, err := s.store.SoloHistory(ctx, who.UserID, MaxOwnSolo)
+	if err != nil {
+		return Drop{}, queue.Event{}, err
+	}
+	ended := map[string]bool{}
+	for _, r := range recent {
+		ended[r.DropID] = r.Ended()
+	}
+	if err := s.store.ClaimDrop(ctx, d, func(open []Drop) error { return s.fits(open, d, ended) }); err != nil {
 		return Drop{}, queue.Event{}, fmt.Errorf("drop: solo %s: %w", d.ID, err)
 	}
 	if ev, err = s.catalog.Create(ctx, ev); err != nil {
@@ -162,11 +176,12 @@ func (s *Service) StartSolo(ctx context.Context, who Racer, name string, opensIn
 }
 
 // fits checks a start of mine against the limits, with the unfinished drops
-// open (mine not among them yet).
-func (s *Service) fits(open []Drop, mine Drop) error {
+// open (mine not among them yet) and which of its owner's drops the owner's
+// own attempt has ended in (ended, by drop id).
+func (s *Service) fits(open []Drop, mine Drop, ended map[string]bool) error {
 	now := s.now()
-	races, crowd, client := 1, mine.Crowd, 0
-	var own, clientEnd, end time.Time
+	races, crowd, client, owned := 1, mine.Crowd, 0, 0
+	var own, ownAny, clientEnd, end time.Time
 	sooner := func(t *time.Time, at time.Time) {
 		if t.IsZero() || at.Before(*t) {
 			*t = at
@@ -181,7 +196,11 @@ func (s *Service) fits(open []Drop, mine Drop) error {
 		sooner(&end, d.ClosesAt)
 		switch {
 		case d.Owner == mine.Owner:
-			sooner(&own, d.ClosesAt)
+			owned++
+			sooner(&ownAny, d.ClosesAt)
+			if !ended[d.ID] {
+				sooner(&own, d.ClosesAt)
+			}
 		case mine.Client != "" && d.Client == mine.Client:
 			client++
 			sooner(&clientEnd, d.ClosesAt)
@@ -195,8 +214,12 @@ func (s *Service) fits(open []Drop, mine Drop) error {
 	switch {
 	case !own.IsZero():
 		return refuse(queue.CodeRateLimited, own,
-			"your practice race is still running; start the next one when it has ended (by %s at the latest)",
+			"your practice race is still running; start the next one when your attempt has ended (by %s at the latest)",
 			own.Format(time.RFC3339))
+	case owned >= MaxOwnSolo:
+		return refuse(queue.CodeRateLimited, ownAny,
+			"the bots of your last %d practice races are still racing; start the next one when one has finished (by %s at the latest)",
+			owned, ownAny.Format(time.RFC3339))
 	case client >= l.PerClient:
 		return refuse(queue.CodeRateLimited, clientEnd,
 			"a practice race started from your address is still running (at most %d per address at once); try again when it has ended",

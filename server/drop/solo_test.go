@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -237,4 +238,50 @@ func TestSoloResumesOnAnotherReplica(t *testing.T) {
 		t.Errorf("Ada's result %+v, %v, %v", r, ok, err)
 	}
 	t.Logf("r1 stopped at %d of %d; r2 finished: %+v", stopped, d.Crowd, *f)
+}
+
+// TestSoloRaceAgain: a person may start the next solo race once their
+// attempt in the last one has ended, while its bots still race, but holds
+// at most drop.MaxOwnSolo races at once.
+func TestSoloRaceAgain(t *testing.T) {
+	ctx := context.Background()
+	w := MustWorld(t, store.DialectSQLite)
+	svc := w.MustService(t)
+	ada := drop.Racer{UserID: "u_ada", Client: "10.0.0.1"}
+	start := func() (drop.Drop, error) {
+		d, _, err := svc.StartSolo(ctx, ada, "tiny", 60*time.Second)
+		return d, err
+	}
+	mustRefused := func(what, says string) {
+		t.Helper()
+		_, err := start()
+		var qe *queue.Error
+		if queue.ErrorCode(err) != queue.CodeRateLimited || !errors.As(err, &qe) || qe.RetryAfter < time.Second ||
+			!strings.Contains(qe.Message, says) {
+			t.Fatalf("%s: %v, want 429 saying %q with a Retry-After", what, err, says)
+		}
+	}
+	end := func(d drop.Drop, o drop.Outcome) {
+		t.Helper()
+		r := drop.Result{DropID: d.ID, UserID: ada.UserID, Seq: 1, Attempt: 1, Position: 1, Outcome: o,
+			Scenario: d.Scenario, OpensAt: d.OpensAt, Crowd: d.Crowd, Private: true}
+		if err := w.store.SaveResults(ctx, []drop.Result{r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, err := start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustRefused("not joined yet", "still running")
+	end(first, drop.OutcomeWaiting)
+	mustRefused("still in line", "still running")
+	end(first, drop.OutcomeLeft)
+	second, err := start()
+	if err != nil {
+		t.Fatalf("after leaving the first race: %v", err)
+	}
+	mustRefused("in the second race", "still running")
+	end(second, drop.OutcomeSeat)
+	mustRefused("two races' bots still racing", "bots of your last 2")
 }

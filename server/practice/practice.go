@@ -267,7 +267,7 @@ func running(ok bool, r drop.Result) error {
 	case !ok:
 		return queue.Errorf(queue.CodeRaceNotFinished,
 			"you have not joined this race; your result is ready once your attempt has ended, or when the race ends")
-	case r.Outcome != drop.OutcomeWaiting:
+	case r.Ended():
 		return nil
 	case r.AdmittedAt != nil && !r.AdmittedAt.Before(r.AttemptAt):
 		return queue.Errorf(queue.CodeRaceNotFinished,
