@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rushline/rushline/internal/testutil"
 	"github.com/rushline/rushline/server/auth"
 	"github.com/rushline/rushline/server/httpapi"
 	"github.com/rushline/rushline/server/queue"
@@ -150,9 +151,9 @@ func (b *bystander) Stop(tb testing.TB) {
 func mustLogLine(tb testing.TB, p *proc, descriptors, ceiling int) {
 	tb.Helper()
 	want := fmt.Sprintf("descriptors=%d ceiling=%d", descriptors, ceiling)
-	if !strings.Contains(p.Log(), want) {
-		tb.Errorf("the log lacks %q:\n%s", want, p.Log())
-	}
+	// The process's output reaches p.Log through a pipe, which may lag
+	// behind its first answers.
+	testutil.Eventually(tb, 10*time.Second, "the log line "+want, func() bool { return strings.Contains(p.Log(), want) })
 }
 
 // TestStreamFloodOnOneToken is the probe that exhausted the server's
