@@ -113,7 +113,7 @@ func mustPrequeue(tb testing.TB, rdb *redis.Client, eventID string, n int) []str
 	tb.Helper()
 	users := make([]string, 0, n)
 	ctx := context.Background()
-	pq := queue.Keys(eventID)[len(queue.Keys(eventID))-1]
+	pq := queue.EventKey(eventID, "pq")
 	for at := 0; at < n; at += 10_000 {
 		zs := make([]redis.Z, 0, 10_000)
 		for i := at; i < min(at+10_000, n); i++ {
