@@ -90,7 +90,10 @@ func TestFourShardProcessesMergeToOneRun(t *testing.T) {
 	if a.Bots.Total != 240 || a.Orders != 50 {
 		t.Errorf("one run: %d bots, %d orders; want 240 and 50", a.Bots.Total, a.Orders)
 	}
-	// The arrival curve: planned exactly, actual within the generator's jitter.
+	// The arrival curve: planned exactly; actual arrivals, counted up to the
+	// end of each second (a loaded machine moves a few across a second's
+	// edge either way), within the generator's jitter: a shard that missed
+	// the common start would be a second's arrivals off.
 	perSecond := func(r *report.Report) map[int64][2]int64 {
 		m := map[int64][2]int64{}
 		for _, s := range r.Timeline {
@@ -99,13 +102,15 @@ func TestFourShardProcessesMergeToOneRun(t *testing.T) {
 		return m
 	}
 	pa, pb := perSecond(one), perSecond(merged)
+	var upToA, upToB int64
 	for sec := int64(0); sec < 3; sec++ {
 		x, y := pa[sec], pb[sec]
 		if x[0] != y[0] || x[0] == 0 {
 			t.Errorf("second %d planned: merged %d, one run %d", sec, y[0], x[0])
 		}
-		if d := x[1] - y[1]; d > 8 || d < -8 {
-			t.Errorf("second %d arrivals: merged %d, one run %d", sec, y[1], x[1])
+		upToA, upToB = upToA+x[1], upToB+y[1]
+		if d, tol := upToA-upToB, max(8, upToA/10); d > tol || d < -tol {
+			t.Errorf("arrivals by the end of second %d: merged %d, one run %d", sec, upToB, upToA)
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, "four", "report.html")); err != nil {
