@@ -7,6 +7,13 @@ import { ordinal, plural } from '/lib.js';
 const LEVEL_KO = { easy: '쉬움', normal: '보통', hard: '어려움' };
 
 const EN = {
+  'dr.nosync': 'unknown: using this device\'s clock',
+  'dr.prequeued': 'In the pre-queue: at the opening, a random draw gives you your place.',
+  'dr.pow': 'Checking you\'re not a bot… {pct}%', 'dr.pow.done': 'Checked.',
+  'open.random_start': 'random start', 'open.passthrough': 'no queue', 'open.closed': 'closed', 'open.pow': 'proof of work {bits} bits',
+  'p.nick.bad': 'Pick a nickname of 1 to 32 characters.', 'p.opens.bad': 'The countdown must be a whole number of seconds from 3 to 120.',
+  'joining': 'Joining…', 'live': 'Live', 'reconnecting': 'Reconnecting…',
+  'dres.opened': 'opened {at}',
   'you.mark': '{n} (you)', 'seats.free': '· {free} of {total} free',
   'p.nick.first': 'Pick a nickname first: races belong to a session kept in this browser.',
   'dr.practice': 'Practice drop', 'dr.next': 'Next public drop', 'dr.over': 'Over',
@@ -14,7 +21,7 @@ const EN = {
   'dr.in': 'You are in this drop: see how it goes from its results.',
   'dr.none': 'No drop is scheduled on this server right now. Race the bots alone meanwhile.',
   'dr.meta': (v) => `${v.sc} · level ${v.level} · a crowd of ${num(v.crowd)} · ${plural(v.seats, 'seat')}`,
-  'nth': '{n}', 'n.of': '{n} of {total}', 'n.seats': (v) => plural(v.n, 'seat'), 'n.bots': (v) => plural(v.n, 'bot'),
+  'nth': '{n}', 'crowd.of': '{n} of {total}', 'sold.of': '{n} of {total}', 'n.seats': (v) => plural(v.n, 'seat'), 'n.bots': (v) => plural(v.n, 'bot'),
   'res.loading': 'Loading the result…',
   'dres.crowd': (v) => `The crowd: ${num(v.joined)} joined, ${plural(v.sold, 'seat')} bought; their reaction p50 ${v.p50}, p90 ${v.p90}, p99 ${v.p99}.`,
   'dres.nick': 'Pick a nickname and race a drop to see your own result here.', 'dres.notin': 'You did not race this drop.',
@@ -90,6 +97,13 @@ const EN = {
 };
 
 const KO = {
+  'dr.nosync': '알 수 없음: 이 기기의 시계를 씁니다',
+  'dr.prequeued': '사전 대기열 등록됨 — 오픈 시각에 무작위 순서로 배정',
+  'dr.pow': '자동 입력 방지 확인 중… {pct}%', 'dr.pow.done': '확인 완료.',
+  'open.random_start': '무작위 순서 배정', 'open.passthrough': '대기열 없음', 'open.closed': '입장 마감', 'open.pow': '작업 증명 {bits}비트',
+  'p.nick.bad': '닉네임은 1–32자로 정하세요.', 'p.opens.bad': '카운트다운은 3–120 사이의 정수(초)여야 합니다.',
+  'joining': '입장 중…', 'live': '실시간', 'reconnecting': '다시 연결 중…',
+  'dres.opened': '{at} 오픈',
   'you.mark': '{n} (나)', 'seats.free': '· 잔여 {free}석 / {total}석',
   'p.nick.first': '먼저 닉네임을 정하세요. 기록은 이 브라우저의 세션에 저장됩니다.',
   'dr.practice': '연습 드롭', 'dr.next': '다음 공개 드롭', 'dr.over': '종료',
@@ -97,7 +111,7 @@ const KO = {
   'dr.in': '이 드롭에 참가 중입니다. 결과 화면에서 진행 상황을 확인하세요.',
   'dr.none': '지금 이 서버에 예정된 드롭이 없습니다. 그동안 봇과 혼자 티켓팅 연습을 해 보세요.',
   'dr.meta': (v) => `${v.sc} · 난이도 ${LEVEL_KO[v.level] || v.level} · 가상 관객 ${num(v.crowd)}명 · ${num(v.seats)}석`,
-  'nth': '{n}번째', 'n.of': '{total} 중 {n}', 'n.seats': '{n}석', 'n.bots': '봇 {n}명',
+  'nth': '{n}번째', 'crowd.of': '{total}명 중 {n}명', 'sold.of': '{total}석 중 {n}석', 'n.seats': '{n}석', 'n.bots': '봇 {n}명',
   'res.loading': '결과를 불러오는 중…',
   'dres.crowd': '가상 관객: {joined}명 입장, {sold}석 예매. 반응 속도 p50 {p50}, p90 {p90}, p99 {p99}.',
   'dres.nick': '닉네임을 정하고 드롭에 참가하면 여기에서 내 결과를 볼 수 있습니다.', 'dres.notin': '이 드롭에 참가하지 않았습니다.',

@@ -11,6 +11,7 @@ import {
   fmtNum, fmtSec, ordinal, fmtClock, fmtEta, fmtTime, fmtShort, chart, chartsReady, readSeats, showSections,
 } from '/lib.js';
 import { t, lang, applyLang, setLang } from '/practice-i18n.js';
+import { proveWork } from '/pow.js';
 
 const LIVE_MS = 1000;
 const SEATS_MS = 1000;
@@ -184,7 +185,12 @@ function every(ms, fn) {
 // ---------- 0. the next public drop ----------
 
 // dropMeta is a drop's scenario, level, crowd and seats in one line.
-const dropMeta = (d) => t('dr.meta', { sc: d.scenario, level: d.level, crowd: d.crowd, seats: d.seats });
+const dropMeta = (d) => [t('dr.meta', { sc: d.scenario, level: d.level, crowd: d.crowd, seats: d.seats }), ...opening(d)].join(' · ');
+// opening names a drop's opening when it is not a plain first come, first served.
+const opening = (d) => [
+  ...(d.queue_mode && d.queue_mode !== 'fifo' ? [t('open.' + d.queue_mode)] : []),
+  ...(d.challenge === 'pow' ? [t('open.pow', { bits: d.pow_bits })] : []),
+];
 // nth is a place in line: 3rd, or 3번째 in Korean.
 const nth = (n) => (lang === 'ko' ? t('nth', { n }) : ordinal(n));
 
@@ -273,7 +279,7 @@ async function showDrop(want) {
     setText($('dr-seats'), fmtNum(d.seats));
     const st = d.stats || {};
     setText($('dr-people'), fmtNum(st.people_joined != null ? st.people_joined : d.people));
-    setText($('dr-crowd'), t('n.of', { n: st.crowd_joined || 0, total: d.crowd }));
+    setText($('dr-crowd'), t('crowd.of', { n: st.crowd_joined || 0, total: d.crowd }));
     $('dr-results').setAttribute('href', `#/drop/${enc(d.id)}/result`);
     $('dr-after').hidden = d.phase === 'scheduled' || d.phase === 'countdown' ? !joinedDrop(d.id) : false;
     renderDropButton(d);
@@ -316,7 +322,7 @@ async function showDrop(want) {
 
   clock.sync(5).then(() => {
     if (!shown()) return;
-    setText($('dr-offset'), clock.synced ? `${Math.round(clock.offset)} ms (±${Math.round(clock.rtt / 2)} ms)` : 'unknown: using this device\'s clock');
+    setText($('dr-offset'), clock.synced ? `${Math.round(clock.offset)} ms (±${Math.round(clock.rtt / 2)} ms)` : t('dr.nosync'));
   });
 
   const join = async () => {
@@ -327,7 +333,21 @@ async function showDrop(want) {
     }
     joining = true;
     try {
-      const q = await api('POST', `/events/${enc(d.event)}/queue`, { bearer: bearer(), body: { user_type: 'ACTUAL' } });
+      const body = { user_type: 'ACTUAL' };
+      if (d.challenge === 'pow') Object.assign(body, await proveDropWork(d.event));
+      let q = await api('POST', `/events/${enc(d.event)}/queue`, { bearer: bearer(), body });
+      // A random_start drop's join before its opening holds a pre-queue
+      // place: ask again (no new challenge needed) until the draw places it.
+      while (q.status === 'PREQUEUED') {
+        quietUntil = Infinity;
+        btn.dataset.state = 'prequeued';
+        setText($('dr-status'), t('dr.prequeued'));
+        const opens = Date.parse(d.opens_at) - clock.now();
+        await new Promise((r) => setTimeout(r, Math.max(1000, opens + 500 + Math.random() * 1000)));
+        if (!shown()) return;
+        q = await api('POST', `/events/${enc(d.event)}/queue`, { bearer: bearer(), body: { user_type: 'ACTUAL' } });
+      }
+      quietUntil = 0;
       saveRace({
         id: d.event, drop: d.id, scenario: d.scenario, opens_at: d.opens_at, seats: d.seats,
         token: q.token, first_position: q.position || null, pass: q.pass || null, expires_at: q.expires_at || null,
@@ -357,6 +377,21 @@ async function showDrop(want) {
   onLeave(() => { btn.onclick = null; });
   focusHeading(v);
   if (session()) btn.focus();
+}
+
+// proveDropWork solves the drop's challenge before its join (pow.js),
+// showing its progress on the drop's card.
+async function proveDropWork(eventId) {
+  const box = $('dr-pow');
+  box.hidden = false;
+  try {
+    return await proveWork(eventId, (pct) => {
+      $('dr-pow-progress').value = pct;
+      setText($('dr-pow-text'), pct >= 100 ? t('dr.pow.done') : t('dr.pow', { pct }));
+    });
+  } finally {
+    setTimeout(() => { box.hidden = true; }, 1500);
+  }
 }
 
 // ---------- a drop's result ----------
@@ -402,7 +437,7 @@ async function showDropResult(id) {
 function renderDropResult(info, res, mine) {
   const me = (session() || {}).user_id;
   const running = res.phase !== 'finished';
-  setText($('dres-drop'), `${dropMeta(info)} · opened ${fmtShort(info.opens_at)}`);
+  setText($('dres-drop'), `${dropMeta(info)} · ${t('dres.opened', { at: fmtShort(info.opens_at) })}`);
   setText($('dres-wait'), running ? t('res.running') : '');
   $('dres-body').hidden = false;
   const c = res.crowd || {};
@@ -579,7 +614,7 @@ async function showStart() {
 async function startSession(input, submit) {
   const nickname = input.value.trim();
   if (!nickname || [...nickname].length > 32) {
-    showAlert(alertBox, 'Pick a nickname of 1 to 32 characters.');
+    showAlert(alertBox, t('p.nick.bad'));
     input.focus();
     return false;
   }
@@ -622,7 +657,7 @@ $('race-form').addEventListener('submit', async (e) => {
   if (raw) {
     const n = Number(raw);
     if (!Number.isInteger(n) || n < 3 || n > 120) {
-      showAlert(alertBox, 'The countdown must be a whole number of seconds from 3 to 120.');
+      showAlert(alertBox, t('p.opens.bad'));
       $('p-opens-in').focus();
       return;
     }
@@ -732,7 +767,7 @@ async function showCountdown(id) {
     }
     joining = true;
     btn.setAttribute('aria-disabled', 'true');
-    setText(btn, 'Joining…');
+    setText(btn, t('joining'));
     try {
       const q = await api('POST', `/events/${enc(id)}/queue`, { bearer: bearer(), body: { user_type: 'ACTUAL' } });
       saveRace({ id, token: q.token, first_position: q.position || null, pass: q.pass || null, expires_at: q.expires_at || null });
@@ -850,7 +885,7 @@ async function showWait(g) {
     if (typeof d.waiting === 'number') st.waiting = d.waiting;
     if (typeof d.eta_s === 'number') st.eta = d.eta_s;
     $('w-conn').dataset.state = 'live';
-    setText($('w-conn'), 'Live');
+    setText($('w-conn'), t('live'));
     render();
   });
   es.addEventListener('admitted', (e) => {
@@ -868,7 +903,7 @@ async function showWait(g) {
   es.onerror = () => {
     if (st.done) return;
     $('w-conn').dataset.state = 'stale';
-    setText($('w-conn'), 'Reconnecting…');
+    setText($('w-conn'), t('reconnecting'));
   };
 
   // The live figures, about once a second: a drop's people and crowd, or
@@ -879,9 +914,9 @@ async function showWait(g) {
         const d = await api('GET', `/drops/${enc(g.drop)}`);
         const x = d.stats || {};
         setText($('w-people'), fmtNum(x.people_joined));
-        setText($('w-crowd'), `${fmtNum(x.crowd_joined)} of ${fmtNum(d.crowd)}`);
+        setText($('w-crowd'), t('crowd.of', { n: x.crowd_joined, total: d.crowd }));
         setText($('w-active'), fmtNum(x.active));
-        setText($('w-sold'), `${fmtNum(x.sold)} of ${fmtNum(d.seats)}`);
+        setText($('w-sold'), t('sold.of', { n: x.sold, total: d.seats }));
         setText($('w-seats-left'), fmtNum(x.seats_left));
         if (typeof x.waiting === 'number') st.waiting = x.waiting;
         render();
@@ -894,7 +929,7 @@ async function showWait(g) {
       const l = await api('GET', `/practice/${enc(id)}/live`, { bearer: bearer() });
       if (typeof l.ahead_people === 'number') st.aheadPeople = l.ahead_people;
       setText($('w-active'), fmtNum(l.active));
-      setText($('w-sold'), `${fmtNum(l.sold)} of ${fmtNum(l.seats)}`);
+      setText($('w-sold'), t('sold.of', { n: l.sold, total: l.seats }));
       setText($('w-seats-left'), fmtNum(l.seats_left));
       if (typeof l.waiting === 'number') st.waiting = l.waiting;
       render();
@@ -1582,7 +1617,7 @@ function renderResult(res) {
   setText($('r-waited'), you.joined && typeof you.wait_ms === 'number' ? fmtSec(you.wait_ms) : '—');
   setText($('r-seat'), you.seat || '—');
   setText($('r-sold'), partial ? t('race.sold.sofar', { n: fmtNum(res.sold), seats: fmtNum(res.seats) })
-    : t('n.of', { n: res.sold, total: res.seats }));
+    : t('sold.of', { n: res.sold, total: res.seats }));
   setText($('r-bot-median'), fmtSec(bots.reaction_ms && bots.reaction_ms.p50));
 
   const tbody = $('r-outcomes').querySelector('tbody');
