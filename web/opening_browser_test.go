@@ -77,6 +77,9 @@ func TestPracticeDropOpenings(t *testing.T) {
 		t.Fatal("the drop opened before the pre-queue was shown")
 	}
 	mustSpeakKorean(t, b, nil)
+	if !MustEval[bool](t, b, `document.getElementById("dr-pow").hidden`) {
+		t.Error("the proof-of-work box is shown on a drop without a challenge")
+	}
 	b.MustShot(t, "practice-ko-prequeue.png")
 	b.MustPhone(t)
 	b.MustShot(t, "practice-ko-prequeue-phone.png")

@@ -234,6 +234,7 @@ async function showDrop(want) {
   btn.dataset.state = 'waiting';
   setText(btn, t('front.join'));
   $('dr-after').hidden = true;
+  $('dr-pow').hidden = true;
   setText($('dr-eyebrow'), want ? t('dr.practice') : t('dr.next'));
 
   const frame = () => {
