@@ -73,7 +73,7 @@ func mustFitPhone(t *testing.T, b *browser) {
 // language switch), code and ids in monospace are names too.
 const englishLeftJS = `(() => {
   const names = ["rushline", "OpenAPI", "API", "JSON", "TPS", "FAST TRACK", "uPlot", "HTTP", "ACTUAL",
-    "concert-1", "u_8d2f", "u_91ab", "spring-2026", "big-2026", "minji"];
+    "concert-1", "u_8d2f", "u_91ab", "spring-2026", "big-2026", "minji", "browser-drop"];
   const out = [];
   const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let n; (n = w.nextNode());) {

@@ -35,7 +35,7 @@ func mustBuy(tb testing.TB, b *browser) bool {
 		mustPick(tb, b, `#s-map button.seat:not([disabled])`)
 		b.MustRun(tb, "confirming the seat", chromedp.Click(chromedp.ID("s-confirm")))
 		b.MustWait(tb, "the order's answer", `!document.querySelector("#s-map[data-busy]")`, 10*time.Second)
-		if MustEval[bool](tb, b, `document.getElementById("s-note").textContent.includes("is yours")`) {
+		if MustEval[bool](tb, b, `/is yours|예매 성공/.test(document.getElementById("s-note").textContent)`) {
 			return true
 		}
 	}

@@ -96,7 +96,7 @@ func TestPracticeResultFillsIn(t *testing.T) {
 		t.Errorf("final result: final %v, %d bots, outcome %q; want final, 60 bots, left", res.Final, res.Bots, res.You.Outcome)
 	}
 	p = page()
-	if p["r-wait"] != "" || !strings.Contains(p["r-scenario"], "60 bots") || p["r-sold"] != fmt.Sprintf("%d of 20", res.Sold) ||
+	if p["r-wait"] != "" || !strings.Contains(p["r-scenario"], "봇 60명") || p["r-sold"] != fmt.Sprintf("20석 중 %d석", res.Sold) ||
 		strings.Contains(p["r-outcomes"], "아직 경쟁 중") || strings.Contains(p["r-scenario"], "지금까지") {
 		t.Errorf("final result page says %q", p)
 	}

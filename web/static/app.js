@@ -8,6 +8,7 @@ import {
 } from '/lib.js';
 import { t, tr, live, initLang } from '/i18n.js';
 import '/room-i18n.js';
+import { proveWork as solveChallenge } from '/pow.js';
 
 const POLL_MS = 1000;        // queue status
 const SEATS_MS = 2000;       // seat map while ACTIVE
@@ -362,37 +363,16 @@ async function join(eventId) {
 
 // ---------- proof of work (events with challenge: pow) ----------
 
-// proveWork fetches the event's challenge and solves it in a Web Worker
-// (pow-worker.js), showing its progress; it returns the join's challenge
-// and solution.
+// proveWork solves the event's challenge (pow.js), showing its progress.
 async function proveWork(eventId) {
-  const c = await api('GET', `/events/${enc(eventId)}/challenge`);
   const box = $('pow');
   const bar = $('pow-progress');
-  const expected = 2 ** c.bits;
   box.hidden = false;
-  bar.value = 0;
-  live($('pow-text'), () => t('room.pow', { pct: 0 }));
   try {
-    const solution = await new Promise((resolve, reject) => {
-      const w = new Worker('/pow-worker.js');
-      w.onmessage = (e) => {
-        // The chance of having found a solution by now, as the progress.
-        const pct = Math.min(99, Math.floor(100 * (1 - Math.exp(-e.data.tried / expected))));
-        if (e.data.solution === undefined) {
-          bar.value = pct;
-          live($('pow-text'), () => t('room.pow', { pct }));
-          return;
-        }
-        w.terminate();
-        resolve(e.data.solution);
-      };
-      w.onerror = (e) => { w.terminate(); reject(new Error(e.message || 'the proof-of-work worker failed')); };
-      w.postMessage({ challenge: c.challenge, bits: c.bits });
+    return await solveChallenge(eventId, (pct) => {
+      bar.value = pct;
+      live($('pow-text'), () => (pct >= 100 ? t('room.powDone') : t('room.pow', { pct })));
     });
-    bar.value = 100;
-    live($('pow-text'), () => t('room.powDone'));
-    return { challenge: c.challenge, solution };
   } finally {
     setTimeout(() => { box.hidden = true; }, 1500);
   }

@@ -8,9 +8,10 @@
 //   #/solo  #/race/{id}  #/race/{id}/wait  #/race/{id}/seats  #/race/{id}/result  #/history
 import {
   $, api, enc, local, friendly, notActiveText, clock, el, setText, showAlert, hideAlert,
-  fmtNum, fmtSec, ordinal, plural, fmtClock, fmtEta, fmtTime, fmtShort, chart, chartsReady, readSeats, showSections,
+  fmtNum, fmtSec, ordinal, fmtClock, fmtEta, fmtTime, fmtShort, chart, chartsReady, readSeats, showSections,
 } from '/lib.js';
 import { t, lang, applyLang, setLang } from '/practice-i18n.js';
+import { proveWork } from '/pow.js';
 
 const LIVE_MS = 1000;
 const SEATS_MS = 1000;
@@ -106,7 +107,7 @@ function route() {
   }
   if (parts[0] === 'race' && parts[1]) {
     if (!session()) {
-      showAlert(alertBox, 'Pick a nickname first: races belong to a session kept in this browser.', 'info');
+      showAlert(alertBox, t('p.nick.first'), 'info');
       return showStart();
     }
     const id = parts[1];
@@ -184,7 +185,14 @@ function every(ms, fn) {
 // ---------- 0. the next public drop ----------
 
 // dropMeta is a drop's scenario, level, crowd and seats in one line.
-const dropMeta = (d) => `${d.scenario} · level ${d.level} · a crowd of ${fmtNum(d.crowd)} · ${plural(d.seats, 'seat')}`;
+const dropMeta = (d) => [t('dr.meta', { sc: d.scenario, level: d.level, crowd: d.crowd, seats: d.seats }), ...opening(d)].join(' · ');
+// opening names a drop's opening when it is not a plain first come, first served.
+const opening = (d) => [
+  ...(d.queue_mode && d.queue_mode !== 'fifo' ? [t('open.' + d.queue_mode)] : []),
+  ...(d.challenge === 'pow' ? [t('open.pow', { bits: d.pow_bits })] : []),
+];
+// nth is a place in line: 3rd, or 3번째 in Korean.
+const nth = (n) => (lang === 'ko' ? t('nth', { n }) : ordinal(n));
 
 // joinedDrop says whether this browser holds a place in drop id's line.
 function joinedDrop(id) {
@@ -213,7 +221,7 @@ $('dr-nick-form').addEventListener('submit', async (e) => {
 // before the opening goes to the server, which refuses it (409) and counts
 // a false start; the page says so and the person presses again.
 async function showDrop(want) {
-  const v = show('view-drop', 'next drop');
+  const v = show('view-drop', t('title.drop'));
   const shown = still();
   renderDropButton(null);
   const btn = $('dr-join');
@@ -226,20 +234,21 @@ async function showDrop(want) {
   btn.dataset.state = 'waiting';
   setText(btn, t('front.join'));
   $('dr-after').hidden = true;
-  setText($('dr-eyebrow'), want ? 'Practice drop' : 'Next public drop');
+  $('dr-pow').hidden = true;
+  setText($('dr-eyebrow'), want ? t('dr.practice') : t('dr.next'));
 
   const frame = () => {
     if (!d) return;
     const left = Date.parse(d.opens_at) - clock.now();
     const quiet = Date.now() < quietUntil;
     if (d.phase === 'finished') {
-      setText($('dr-clock'), 'Over');
+      setText($('dr-clock'), t('dr.over'));
       setText($('dr-title'), t('front.over'));
-      setText($('dr-status'), 'It sold out or closed. See its results, or race the next drop.');
+      setText($('dr-status'), t('dr.closed'));
       return;
     }
     if (joinedDrop(d.id)) {
-      setText($('dr-status'), 'You are in this drop: see how it goes from its results.');
+      setText($('dr-status'), t('dr.in'));
     }
     if (left <= 0) {
       btn.dataset.state = 'open';
@@ -256,7 +265,7 @@ async function showDrop(want) {
     const s = Math.ceil(left / 1000);
     if (!quiet && !joinedDrop(d.id) && s !== lastSpoken && (s <= 5 || s % 10 === 0 || lastSpoken < 0)) {
       lastSpoken = s;
-      setText($('dr-status'), lang === 'ko' ? t('front.secs', { n: s }) : `Opens in ${plural(s, 'second')}.`);
+      setText($('dr-status'), t('front.secs', { n: s }));
     }
     // One frame pending at most: the 250 ms timer calls frame too.
     if (!raf) raf = requestAnimationFrame(() => { raf = 0; frame(); });
@@ -271,7 +280,7 @@ async function showDrop(want) {
     setText($('dr-seats'), fmtNum(d.seats));
     const st = d.stats || {};
     setText($('dr-people'), fmtNum(st.people_joined != null ? st.people_joined : d.people));
-    setText($('dr-crowd'), `${fmtNum(st.crowd_joined || 0)} of ${fmtNum(d.crowd)}`);
+    setText($('dr-crowd'), t('crowd.of', { n: st.crowd_joined || 0, total: d.crowd }));
     $('dr-results').setAttribute('href', `#/drop/${enc(d.id)}/result`);
     $('dr-after').hidden = d.phase === 'scheduled' || d.phase === 'countdown' ? !joinedDrop(d.id) : false;
     renderDropButton(d);
@@ -289,7 +298,7 @@ async function showDrop(want) {
           const open = (Array.isArray(l && l.drops) ? l.drops : []).filter((x) => x.phase !== 'finished');
           const next = open.find((x) => !joinedDrop(x.id)) || open[0];
           if (!next) {
-            setText($('dr-status'), 'No drop is scheduled on this server right now. Race the bots alone meanwhile.');
+            setText($('dr-status'), t('dr.none'));
             return;
           }
           id = next.id;
@@ -314,7 +323,7 @@ async function showDrop(want) {
 
   clock.sync(5).then(() => {
     if (!shown()) return;
-    setText($('dr-offset'), clock.synced ? `${Math.round(clock.offset)} ms (±${Math.round(clock.rtt / 2)} ms)` : 'unknown: using this device\'s clock');
+    setText($('dr-offset'), clock.synced ? `${Math.round(clock.offset)} ms (±${Math.round(clock.rtt / 2)} ms)` : t('dr.nosync'));
   });
 
   const join = async () => {
@@ -325,7 +334,21 @@ async function showDrop(want) {
     }
     joining = true;
     try {
-      const q = await api('POST', `/events/${enc(d.event)}/queue`, { bearer: bearer(), body: { user_type: 'ACTUAL' } });
+      const body = { user_type: 'ACTUAL' };
+      if (d.challenge === 'pow') Object.assign(body, await proveDropWork(d.event));
+      let q = await api('POST', `/events/${enc(d.event)}/queue`, { bearer: bearer(), body });
+      // A random_start drop's join before its opening holds a pre-queue
+      // place: ask again (no new challenge needed) until the draw places it.
+      while (q.status === 'PREQUEUED') {
+        quietUntil = Infinity;
+        btn.dataset.state = 'prequeued';
+        setText($('dr-status'), t('dr.prequeued'));
+        const opens = Date.parse(d.opens_at) - clock.now();
+        await new Promise((r) => setTimeout(r, Math.max(1000, opens + 500 + Math.random() * 1000)));
+        if (!shown()) return;
+        q = await api('POST', `/events/${enc(d.event)}/queue`, { bearer: bearer(), body: { user_type: 'ACTUAL' } });
+      }
+      quietUntil = 0;
       saveRace({
         id: d.event, drop: d.id, scenario: d.scenario, opens_at: d.opens_at, seats: d.seats,
         token: q.token, first_position: q.position || null, pass: q.pass || null, expires_at: q.expires_at || null,
@@ -357,15 +380,30 @@ async function showDrop(want) {
   if (session()) btn.focus();
 }
 
+// proveDropWork solves the drop's challenge before its join (pow.js),
+// showing its progress on the drop's card.
+async function proveDropWork(eventId) {
+  const box = $('dr-pow');
+  box.hidden = false;
+  try {
+    return await proveWork(eventId, (pct) => {
+      $('dr-pow-progress').value = pct;
+      setText($('dr-pow-text'), pct >= 100 ? t('dr.pow.done') : t('dr.pow', { pct }));
+    });
+  } finally {
+    setTimeout(() => { box.hidden = true; }, 1500);
+  }
+}
+
 // ---------- a drop's result ----------
 
 // showDropResult shows drop id's ranking of people, this person's entry
 // (percentile, false starts) and the leaderboard; while the drop runs it
 // follows the partial results.
 async function showDropResult(id) {
-  const v = show('view-dresult', 'drop result');
+  const v = show('view-dresult', t('title.dres'));
   $('dres-body').hidden = true;
-  setText($('dres-wait'), 'Loading the result…');
+  setText($('dres-wait'), t('res.loading'));
   focusHeading(v);
   const shown = still();
   let info = null;
@@ -400,36 +438,28 @@ async function showDropResult(id) {
 function renderDropResult(info, res, mine) {
   const me = (session() || {}).user_id;
   const running = res.phase !== 'finished';
-  setText($('dres-drop'), `${dropMeta(info)} · opened ${fmtShort(info.opens_at)}`);
+  setText($('dres-drop'), `${dropMeta(info)} · ${t('dres.opened', { at: fmtShort(info.opens_at) })}`);
   setText($('dres-wait'), running ? t('res.running') : '');
   $('dres-body').hidden = false;
   const c = res.crowd || {};
   const q = c.reaction_ms || {};
   setText($('dres-crowd-p50'), fmtSec(q.p50));
-  setText($('rank-crowd'), `The crowd: ${fmtNum(c.joined)} joined, ${plural(c.sold, 'seat')} bought; ` +
-    `their reaction p50 ${fmtSec(q.p50)}, p90 ${fmtSec(q.p90)}, p99 ${fmtSec(q.p99)}.`);
+  setText($('rank-crowd'), t('dres.crowd', { joined: c.joined || 0, sold: c.sold || 0, p50: fmtSec(q.p50), p90: fmtSec(q.p90), p99: fmtSec(q.p99) }));
 
   const ok = mine && !(mine instanceof Error);
   if (ok) saveRace({ id: info.event, drop: info.id, seat: mine.seat || null });
   let headline;
-  if (!session()) headline = 'Pick a nickname and race a drop to see your own result here.';
+  if (!session()) headline = t('dres.nick');
   else if (!ok && mine && mine.code !== 'RESULT_NOT_FOUND') headline = friendly(mine);
-  else if (!ok) headline = 'You did not race this drop.';
+  else if (!ok) headline = t('dres.notin');
   else {
-    if (lang === 'ko') {
-      headline = `대기 순번 ${fmtNum(mine.position)}번으로 전체(사람과 관객)의 ${mine.percentile}%보다 앞섰고, 반응 속도는 ${fmtReaction(mine.reaction_ms)}입니다.`;
-      headline += mine.false_starts ? ` 그 전에 부정 출발 ${mine.false_starts}회.` : ' 부정 출발 없음.';
-      headline += mine.seat ? ` ${mine.seat} 좌석 예매 성공!` : ` ${outcomeText(mine.outcome)}.`;
-    } else {
-      headline = `You were ${ordinal(mine.position)} in line, ahead of ${mine.percentile}% of everyone ` +
-        `(people and crowd); your reaction was ${fmtSec(mine.reaction_ms)}.`;
-      headline += mine.false_starts ? ` ${plural(mine.false_starts, 'false start')} before that.` : ' No false start.';
-      headline += mine.seat ? ` You got seat ${mine.seat}.` : ` ${outcomeText(mine.outcome)}.`;
-    }
+    headline = t('dres.head', { pos: mine.position, p: mine.percentile, s: fmtReaction(mine.reaction_ms) });
+    headline += ' ' + (mine.false_starts ? t('dres.false', { n: mine.false_starts }) : t('dres.nofalse'));
+    headline += ' ' + (mine.seat ? t('res.got', { s: mine.seat }) : `${outcomeText(mine.outcome)}.`);
   }
   setText($('dres-headline'), headline);
   setText($('dres-percentile'), ok ? `${mine.percentile}%` : '—');
-  setText($('dres-position'), ok ? ordinal(mine.position) : '—');
+  setText($('dres-position'), ok ? nth(mine.position) : '—');
   setText($('dres-reaction'), ok ? fmtReaction(mine.reaction_ms) : '—');
   setText($('dres-false'), ok ? fmtNum(mine.false_starts) : '—');
   setText($('dres-outcome'), ok ? outcomeText(mine.outcome) : '—');
@@ -440,9 +470,9 @@ function renderDropResult(info, res, mine) {
   $('rank-empty').hidden = people.length > 0;
   $('rank-table').querySelector('tbody').replaceChildren(...people.map((x) => el('tr', { class: me && x.user_id === me ? 'me' : null }, [
     el('td', { class: 'num', text: fmtNum(x.rank) }),
-    el('td', { text: me && x.user_id === me ? `${x.nickname} (you)` : x.nickname }),
+    el('td', { text: me && x.user_id === me ? t('you.mark', { n: x.nickname }) : x.nickname }),
     el('td', { class: 'num', text: fmtSec(x.reaction_ms) }),
-    el('td', { class: 'num', text: ordinal(x.position) }),
+    el('td', { class: 'num', text: nth(x.position) }),
     el('td', { class: 'opt', text: outcomeText(x.outcome) }),
     el('td', { text: x.seat || '—' }),
   ])));
@@ -547,7 +577,7 @@ async function loadScenarios() {
 }
 
 async function showStart() {
-  const v = show('view-start', 'solo race');
+  const v = show('view-start', t('title.solo'));
   renderWho();
   const box = $('scenario-list');
   const shown = still();
@@ -569,11 +599,11 @@ async function showStart() {
         el('label', { for: id }, [
           el('span', { class: 'scn-name', text: s.name }),
           el('span', { class: 'scn-desc', text: s.description || '' }),
-          el('span', { class: 'scn-meta', text: `${plural(s.bots, 'bot')} · ${plural(s.seats, 'seat')} · opens in ${s.opens_in_s} s` }),
+          el('span', { class: 'scn-meta', text: t('scn.meta', { bots: s.bots, seats: s.seats, s: s.opens_in_s }) }),
         ]),
       ]);
     }));
-    if (!scenarios.length) box.replaceChildren(el('p', { class: 'hint', text: 'The server offers no practice scenarios.' }));
+    if (!scenarios.length) box.replaceChildren(el('p', { class: 'hint', text: t('solo.none') }));
   }
   renderWho();
   if (!session()) $('p-nickname').focus();
@@ -585,7 +615,7 @@ async function showStart() {
 async function startSession(input, submit) {
   const nickname = input.value.trim();
   if (!nickname || [...nickname].length > 32) {
-    showAlert(alertBox, 'Pick a nickname of 1 to 32 characters.');
+    showAlert(alertBox, t('p.nick.bad'));
     input.focus();
     return false;
   }
@@ -620,7 +650,7 @@ $('race-form').addEventListener('submit', async (e) => {
   e.preventDefault();
   const picked = document.querySelector('#scenario-list input:checked');
   if (!picked) {
-    showAlert(alertBox, 'Pick a scenario first.');
+    showAlert(alertBox, t('solo.pick'));
     return;
   }
   const body = { scenario: picked.value };
@@ -628,7 +658,7 @@ $('race-form').addEventListener('submit', async (e) => {
   if (raw) {
     const n = Number(raw);
     if (!Number.isInteger(n) || n < 3 || n > 120) {
-      showAlert(alertBox, 'The countdown must be a whole number of seconds from 3 to 120.');
+      showAlert(alertBox, t('p.opens.bad'));
       $('p-opens-in').focus();
       return;
     }
@@ -665,7 +695,7 @@ async function loadRace(id) {
 }
 
 async function showCountdown(id) {
-  const v = show('view-countdown', 'countdown');
+  const v = show('view-countdown', t('title.cd'));
   const shown = still();
   let r;
   try {
@@ -676,10 +706,10 @@ async function showCountdown(id) {
   }
   if (!shown()) return;
   if (r.token) return go(`#/race/${enc(id)}/wait`);
-  setText($('cd-scenario'), r.scenario ? `Scenario ${r.scenario}` : 'Practice race');
+  setText($('cd-scenario'), r.scenario ? t('scenario', { s: r.scenario }) : t('solo.race'));
   $('cd-skip').setAttribute('href', `#/race/${enc(id)}/result`);
   setText($('cd-title'), t('front.opensIn'));
-  setText($('cd-status'), 'Synchronising with the server clock…');
+  setText($('cd-status'), t('cd.sync'));
   setText($('cd-bots'), fmtNum(r.bots));
   setText($('cd-seats'), fmtNum(r.seats));
   setText($('cd-opens'), fmtTime(r.opens_at));
@@ -690,13 +720,13 @@ async function showCountdown(id) {
   let raf = 0;
   btn.setAttribute('aria-disabled', 'true');
   btn.dataset.state = 'waiting';
-  setText(btn, 'Wait for it…');
+  setText(btn, t('cd.wait'));
   btn.focus();
 
   await clock.sync(5);
   if (!shown()) return;
-  setText($('cd-offset'), clock.synced ? `${Math.round(clock.offset)} ms (±${Math.round(clock.rtt / 2)})` : 'unknown');
-  setText($('cd-status'), clock.synced ? 'Clock synchronised. Get ready.' : 'Could not read the server clock; using this device\'s.');
+  setText($('cd-offset'), clock.synced ? `${Math.round(clock.offset)} ms (±${Math.round(clock.rtt / 2)})` : t('cd.unknown'));
+  setText($('cd-status'), clock.synced ? t('cd.synced') : t('cd.nosync'));
 
   let lastSpoken = -1;
   let quietUntil = 0; // an early press's message stays up a moment
@@ -719,7 +749,7 @@ async function showCountdown(id) {
     // Announce whole seconds to screen readers near the end, not every frame.
     if (s !== lastSpoken && (s <= 5 || s % 10 === 0) && Date.now() >= quietUntil) {
       lastSpoken = s;
-      setText($('cd-status'), lang === 'ko' ? t('front.secs', { n: s }) : `Opens in ${plural(s, 'second')}.`);
+      setText($('cd-status'), t('front.secs', { n: s }));
     }
     // One frame pending at most: the 250 ms timer calls frame too.
     if (!raf) raf = requestAnimationFrame(() => { raf = 0; frame(); });
@@ -733,12 +763,12 @@ async function showCountdown(id) {
     if (joining) return;
     if (!open) {
       quietUntil = Date.now() + 1500;
-      setText($('cd-status'), 'Not yet! Wait for the countdown to end.');
+      setText($('cd-status'), t('cd.notyet'));
       return;
     }
     joining = true;
     btn.setAttribute('aria-disabled', 'true');
-    setText(btn, 'Joining…');
+    setText(btn, t('joining'));
     try {
       const q = await api('POST', `/events/${enc(id)}/queue`, { bearer: bearer(), body: { user_type: 'ACTUAL' } });
       saveRace({ id, token: q.token, first_position: q.position || null, pass: q.pass || null, expires_at: q.expires_at || null });
@@ -767,7 +797,7 @@ async function showCountdown(id) {
 // ---------- 3. waiting ----------
 
 async function showWait(g) {
-  const v = show('view-wait', 'in line');
+  const v = show('view-wait', t('title.wait'));
   const id = g.event;
   const r = race(id);
   if (!r.token) return go(g.base);
@@ -778,7 +808,7 @@ async function showWait(g) {
   const series = [[], [], []];
   let u = null;
   if (chartsReady()) {
-    u = chart($('w-chart'), [{ label: 'Waiting', spanGaps: true }, { label: 'Your place', spanGaps: true }],
+    u = chart($('w-chart'), [{ label: t('w.waiting'), spanGaps: true }, { label: t('w.place'), spanGaps: true }],
       series, { height: 220, xLabel: 'seconds in line', yLabel: 'people' });
   }
 
@@ -788,10 +818,10 @@ async function showWait(g) {
     } else if (st.position != null) {
       setText($('w-headline'), st.position === 1
         ? t('wait.next')
-        : t('wait.pos', { pos: lang === 'ko' ? fmtNum(st.position) : ordinal(st.position), eta: fmtEta(st.eta) }));
+        : t('wait.pos', { pos: lang === 'ko' ? fmtNum(st.position) : nth(st.position), eta: fmtEta(st.eta) }));
     }
     if (st.position != null) {
-      setText($('w-position'), ordinal(st.position));
+      setText($('w-position'), nth(st.position));
       const pct = st.first > 1 ? Math.round(100 * (st.first - st.position) / (st.first - 1)) : 0;
       $('w-progress').value = Math.max(0, Math.min(100, pct));
       setText($('w-progress'), `${pct}%`);
@@ -856,7 +886,7 @@ async function showWait(g) {
     if (typeof d.waiting === 'number') st.waiting = d.waiting;
     if (typeof d.eta_s === 'number') st.eta = d.eta_s;
     $('w-conn').dataset.state = 'live';
-    setText($('w-conn'), 'Live');
+    setText($('w-conn'), t('live'));
     render();
   });
   es.addEventListener('admitted', (e) => {
@@ -865,16 +895,16 @@ async function showWait(g) {
     es.close();
     finish('seats');
   });
-  es.addEventListener('expired', () => { es.close(); finish('result', 'Your turn to buy ran out.'); });
+  es.addEventListener('expired', () => { es.close(); finish('result', t('w.expired')); });
   es.addEventListener('closed', (e) => {
     es.close();
     const s = data(e).status;
-    finish('result', s ? notActiveText(s) : 'Your place in line was closed.');
+    finish('result', s ? notActiveText(s) : t('w.closed'));
   });
   es.onerror = () => {
     if (st.done) return;
     $('w-conn').dataset.state = 'stale';
-    setText($('w-conn'), 'Reconnecting…');
+    setText($('w-conn'), t('reconnecting'));
   };
 
   // The live figures, about once a second: a drop's people and crowd, or
@@ -885,9 +915,9 @@ async function showWait(g) {
         const d = await api('GET', `/drops/${enc(g.drop)}`);
         const x = d.stats || {};
         setText($('w-people'), fmtNum(x.people_joined));
-        setText($('w-crowd'), `${fmtNum(x.crowd_joined)} of ${fmtNum(d.crowd)}`);
+        setText($('w-crowd'), t('crowd.of', { n: x.crowd_joined, total: d.crowd }));
         setText($('w-active'), fmtNum(x.active));
-        setText($('w-sold'), `${fmtNum(x.sold)} of ${fmtNum(d.seats)}`);
+        setText($('w-sold'), t('sold.of', { n: x.sold, total: d.seats }));
         setText($('w-seats-left'), fmtNum(x.seats_left));
         if (typeof x.waiting === 'number') st.waiting = x.waiting;
         render();
@@ -900,7 +930,7 @@ async function showWait(g) {
       const l = await api('GET', `/practice/${enc(id)}/live`, { bearer: bearer() });
       if (typeof l.ahead_people === 'number') st.aheadPeople = l.ahead_people;
       setText($('w-active'), fmtNum(l.active));
-      setText($('w-sold'), `${fmtNum(l.sold)} of ${fmtNum(l.seats)}`);
+      setText($('w-sold'), t('sold.of', { n: l.sold, total: l.seats }));
       setText($('w-seats-left'), fmtNum(l.seats_left));
       if (typeof l.waiting === 'number') st.waiting = l.waiting;
       render();
@@ -926,7 +956,7 @@ async function showWait(g) {
 // ---------- 4. seats ----------
 
 async function showSeats(g) {
-  const v = show('view-seats', 'pick a seat');
+  const v = show('view-seats', t('title.seats'));
   const id = g.event;
   const r = race(id);
   if (!r.token) return go(g.base);
@@ -972,7 +1002,7 @@ async function showSeats(g) {
     setText($('s-time'), fmtClock(left));
     $('s-bar').style.width = `${Math.max(0, Math.min(100, 100 * left / ttl))}%`;
     $('s-countdown').dataset.urgent = String(left < 10000);
-    if (left <= 0 && !busy) end('Your time to buy ran out.', 'warn');
+    if (left <= 0 && !busy) end(t('w.expired'), 'warn');
   };
   const timer = setInterval(tick, 250);
   onLeave(() => clearInterval(timer));
@@ -1013,10 +1043,10 @@ async function showSeats(g) {
         b.disabled = !!s.taken;
         if (b.disabled && b === picked) select(null);
       }
-      b.setAttribute('aria-label', `Seat ${s.id}${s.taken ? ', taken' : ''}`);
+      b.setAttribute('aria-label', t(s.taken ? 'seat.aria.taken' : 'seat.aria', { s: s.id }));
     }
-    setText($('s-count'), `· ${fmtNum(m.free)} of ${fmtNum(m.total)} free`);
-    if (!m.free && m.total) end('Sold out: every seat is gone.', 'warn');
+    setText($('s-count'), t('seats.free', { free: m.free, total: m.total }));
+    if (!m.free && m.total) end(t('steps.soldout'), 'warn');
   };
 
   const refresh = async () => {
@@ -1063,12 +1093,12 @@ async function showSeats(g) {
     confirmBtn.disabled = true;
     b.setAttribute('aria-busy', 'true');
     map.dataset.busy = 'true';
-    setText($('s-note'), `Buying seat ${b.dataset.seat}…`);
+    setText($('s-note'), t('seat.buying', { s: b.dataset.seat }));
     try {
       const o = await api('POST', `/events/${enc(id)}/orders`, { bearer: bearer(), body: { token: r.token, seat: b.dataset.seat } });
       saveRace({ id, seat: o.seat });
-      setText($('s-note'), `Seat ${o.seat} is yours!`);
-      end(lang === 'ko' ? t('bought', { s: o.seat }) : `You got seat ${o.seat}! Now let's see how you did against ${g.drop ? 'everyone' : 'the bots'}.`, 'success');
+      setText($('s-note'), t('seat.yours', { s: o.seat }));
+      end(t(g.drop ? 'bought.drop' : 'bought', { s: o.seat }), 'success');
     } catch (err) {
       setText($('s-note'), friendly(err));
       if (err.code === 'SEAT_TAKEN') {
@@ -1516,9 +1546,9 @@ const OUTCOMES_KO = {
 const outcomeText = (o) => (lang === 'ko' && OUTCOMES_KO[o]) || OUTCOMES[o] || String(o || '—').replace(/_/g, ' ');
 
 async function showResult(id) {
-  const v = show('view-result', 'your result');
+  const v = show('view-result', t('title.result'));
   $('r-body').hidden = true;
-  setText($('r-wait'), 'Loading the result…');
+  setText($('r-wait'), t('res.loading'));
   focusHeading(v);
   let done = false;
   let timer = 0;
@@ -1568,29 +1598,27 @@ function renderResult(res) {
   const bots = res.bot_stats || {};
   const partial = res.final === false;
   $('r-body').dataset.final = String(!partial);
-  const botsText = partial ? t('race.bots.sofar', { n: fmtNum(res.bots), total: fmtNum(res.bots_planned) }) : plural(res.bots, 'bot');
-  setText($('r-scenario'), `Scenario ${res.scenario} · ${botsText} · ${plural(res.seats, 'seat')}`);
+  const botsText = partial ? t('race.bots.sofar', { n: fmtNum(res.bots), total: fmtNum(res.bots_planned) }) : t('n.bots', { n: res.bots });
+  setText($('r-scenario'), `${t('scenario', { s: res.scenario })} · ${botsText} · ${t('n.seats', { n: res.seats })}`);
   setText($('r-wait'), partial ? t('race.partial') : '');
   $('r-body').hidden = false;
   let headline;
   if (!you.joined) {
-    headline = 'You did not join this race. The bots sold ' + plural(res.sold, 'seat') + ' without you.';
+    headline = t('res.notjoined', { n: res.sold });
   } else {
-    const faster = you.bots_ahead || 0;
-    headline = `You were ${ordinal(you.join_rank)}; ${plural(faster, 'bot was', 'bots were')} faster; ` +
-      `your reaction time was ${fmtSec(you.reaction_ms)}, better than ${you.reaction_percentile}% of the bots.`;
-    if (you.people_ahead) headline += ` ${plural(you.people_ahead, 'person was', 'people were')} faster too.`;
-    headline += you.seat ? ` You got seat ${you.seat}.` : ` ${outcomeText(you.outcome)}.`;
+    headline = t('res.head', { rank: you.join_rank, faster: you.bots_ahead || 0, s: fmtSec(you.reaction_ms), p: you.reaction_percentile });
+    if (you.people_ahead) headline += ' ' + t('res.people.ahead', { n: you.people_ahead });
+    headline += ' ' + (you.seat ? t('res.got', { s: you.seat }) : `${outcomeText(you.outcome)}.`);
   }
   setText($('r-headline'), headline);
   setText($('r-reaction'), you.joined ? fmtSec(you.reaction_ms) : '—');
-  setText($('r-rank'), you.joined ? ordinal(you.join_rank) : '—');
+  setText($('r-rank'), you.joined ? nth(you.join_rank) : '—');
   setText($('r-bots-ahead'), you.joined ? fmtNum(you.bots_ahead) : '—');
   setText($('r-outcome'), outcomeText(you.outcome));
   setText($('r-waited'), you.joined && typeof you.wait_ms === 'number' ? fmtSec(you.wait_ms) : '—');
   setText($('r-seat'), you.seat || '—');
   setText($('r-sold'), partial ? t('race.sold.sofar', { n: fmtNum(res.sold), seats: fmtNum(res.seats) })
-    : `${fmtNum(res.sold)} of ${fmtNum(res.seats)}`);
+    : t('sold.of', { n: res.sold, total: res.seats }));
   setText($('r-bot-median'), fmtSec(bots.reaction_ms && bots.reaction_ms.p50));
 
   const tbody = $('r-outcomes').querySelector('tbody');
@@ -1602,7 +1630,7 @@ function renderResult(res) {
   box.replaceChildren();
   const samples = (bots.reaction_samples_ms || []).filter((x) => typeof x === 'number').sort((a, b) => a - b);
   if (!chartsReady() || !samples.length) {
-    box.append(el('p', { class: 'hint', text: 'No bot reaction times to chart.' }));
+    box.append(el('p', { class: 'hint', text: t('res.nochart') }));
     return;
   }
   const xs = samples.map((x) => x / 1000);
@@ -1616,10 +1644,10 @@ function renderResult(res) {
     cdf.splice(at, 0, at > 0 ? cdf[at - 1] : 0);
     mine.splice(at, 0, 100 - (you.reaction_percentile || 0));
   }
-  chart(box, [{ label: 'Bots at least this fast (%)' }, { label: 'You', points: true, size: 14 }],
-    [xs, cdf, mine], { height: 240, xLabel: 'reaction (s)', yLabel: '% of bots' });
-  box.setAttribute('aria-label', `Chart of the bots' reaction times: median ${fmtSec(bots.reaction_ms && bots.reaction_ms.p50)}` +
-    (you.joined ? `; yours ${fmtSec(you.reaction_ms)}, better than ${you.reaction_percentile}% of the bots` : ''));
+  chart(box, [{ label: t('chart.bots') }, { label: t('res.you'), points: true, size: 14 }],
+    [xs, cdf, mine], { height: 240, xLabel: t('chart.reaction'), yLabel: t('chart.pctbots') });
+  box.setAttribute('aria-label', t('chart.aria', { p50: fmtSec(bots.reaction_ms && bots.reaction_ms.p50) }) +
+    (you.joined ? t('chart.aria.you', { s: fmtSec(you.reaction_ms), p: you.reaction_percentile }) : ''));
 }
 
 $('r-again').addEventListener('click', () => go('#/solo'));
@@ -1632,8 +1660,8 @@ async function showBoard(scenario, alone) {
   const v = $('view-board');
   v.hidden = false;
   if (alone) {
-    document.title = 'rushline — my races';
-    if (!session()) showAlert(alertBox, 'Pick a nickname and race once to start your history.', 'info');
+    document.title = `rushline — ${t('title.history')}`;
+    if (!session()) showAlert(alertBox, t('h.nick'), 'info');
   }
   const shown = still();
   try {
@@ -1679,7 +1707,7 @@ async function loadHistory() {
     el('td', null, el('a', { href: `#/race/${enc(x.event)}/result`, text: fmtTime(x.at) })),
     el('td', { text: x.scenario }),
     el('td', { class: 'num', text: typeof x.reaction_ms === 'number' ? fmtSec(x.reaction_ms) : '—' }),
-    el('td', { class: 'num', text: x.join_rank ? ordinal(x.join_rank) : '—' }),
+    el('td', { class: 'num', text: x.join_rank ? nth(x.join_rank) : '—' }),
     el('td', { text: outcomeText(x.outcome) }),
     el('td', { text: x.seat || '—' }),
   ])));
@@ -1692,10 +1720,10 @@ async function loadHistory() {
     const early = avg(joined.slice(0, joined.length - half));
     const late = avg(joined.slice(joined.length - half));
     setText(trend, late < early
-      ? `You are getting faster: ${fmtSec(late)} on average lately, against ${fmtSec(early)} before.`
-      : `Not faster yet: ${fmtSec(late)} on average lately, against ${fmtSec(early)} before.`);
+      ? t('h.faster', { late: fmtSec(late), early: fmtSec(early) })
+      : t('h.notfaster', { late: fmtSec(late), early: fmtSec(early) }));
   } else {
-    setText(trend, joined.length ? 'Race again to see whether you improve.' : '');
+    setText(trend, joined.length ? t('h.again') : '');
   }
   const box = $('h-chart');
   if (!chartsReady()) return;
@@ -1704,7 +1732,7 @@ async function loadHistory() {
     historyChart.setData(data);
   } else {
     box.replaceChildren();
-    historyChart = chart(box, [{ label: 'Reaction (s)' }], data, { height: 200, xLabel: 'race', yLabel: 'seconds', xInt: true });
+    historyChart = chart(box, [{ label: t('chart.reaction') }], data, { height: 200, xLabel: t('chart.race'), yLabel: t('chart.secs'), xInt: true });
   }
 }
 
@@ -1722,7 +1750,7 @@ async function loadLeaderboard() {
       el('td', { class: 'num', text: fmtNum(x.rank) }),
       el('td', { text: x.nickname }),
       el('td', { class: 'num', text: fmtSec(x.reaction_ms) }),
-      el('td', { class: 'num', text: x.join_rank ? ordinal(x.join_rank) : '—' }),
+      el('td', { class: 'num', text: x.join_rank ? nth(x.join_rank) : '—' }),
       el('td', { text: x.seat || '—' }),
     ])));
   } catch (err) {
