@@ -22,6 +22,16 @@ type myDropResult struct {
 	FalseStarts int     `json:"false_starts"`
 }
 
+// MustDropServer starts a server whose drops play testdata/browser-drop.yaml.
+func MustDropServer(t *testing.T) (*app.Server, string) {
+	t.Helper()
+	sc, err := scenario.Load("testdata/browser-drop.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return MustStartServerWith(t, func(c *app.Config) { c.DropScenarios = []*scenario.Scenario{sc} })
+}
+
 // TestPracticeDrop races a public drop in the practice page: it opens on
 // the drop (scenario, crowd, seats, a countdown on the server's clock, the
 // people in), a press before the opening is refused as a false start, the
@@ -33,11 +43,7 @@ func TestPracticeDrop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a drop opens at least 10 s after it is made")
 	}
-	sc, err := scenario.Load("testdata/browser-drop.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, base := MustStartServerWith(t, func(c *app.Config) { c.DropScenarios = []*scenario.Scenario{sc} })
+	srv, base := MustDropServer(t)
 	var d struct {
 		ID      string    `json:"id"`
 		Event   string    `json:"event"`

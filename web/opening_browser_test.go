@@ -6,9 +6,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/rushline/rushline/server/app"
-	"github.com/rushline/rushline/simulator/scenario"
 )
 
 // TestPracticeDropOpenings races two drops with an opening on the practice
@@ -20,11 +17,7 @@ func TestPracticeDropOpenings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a drop opens at least 10 s after it is made")
 	}
-	sc, err := scenario.Load("testdata/browser-drop.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, base := MustStartServerWith(t, func(c *app.Config) { c.DropScenarios = []*scenario.Scenario{sc} })
+	srv, base := MustDropServer(t)
 	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
 	type created struct {
 		ID        string    `json:"id"`

@@ -6,9 +6,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"github.com/rushline/rushline/server/app"
-	"github.com/rushline/rushline/simulator/scenario"
 )
 
 // TestPracticeSpeaksKoreanAndEnglish: a Korean browser gets the practice
@@ -19,11 +16,7 @@ func TestPracticeSpeaksKoreanAndEnglish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a drop opens at least 10 s after it is made")
 	}
-	sc, err := scenario.Load("testdata/browser-drop.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, base := MustStartServerWith(t, func(c *app.Config) { c.DropScenarios = []*scenario.Scenario{sc} })
+	srv, base := MustDropServer(t)
 	MustCall(t, "POST", base+"/api/v1/admin/drops", map[string]string{"X-Admin-Key": srv.Keys.Admin}, map[string]any{
 		"scenario": "browser-drop", "level": "easy", "crowd": 40, "seats": 200,
 		"opens_at": time.Now().Add(14 * time.Second).UTC().Format(time.RFC3339Nano),
