@@ -287,7 +287,11 @@ func Drop(ctx context.Context, cfg DropConfig) (*DropFigures, error) {
 	if err := r.checkSeatMap(ctx); err != nil {
 		return nil, err
 	}
-	// The server's audit writes the orders to SQL; a graceful stop flushes it.
+	// The server's audit writes the orders to SQL: wait until it has
+	// written every record, then stop it.
+	if err := r.auditCaughtUp(ctx); err != nil {
+		return nil, err
+	}
 	r.srv.Stop()
 	stopped = true
 	if err := r.checkSQL(ctx, dataDir); err != nil {
@@ -677,6 +681,35 @@ func (r *dropRun) checkSeatMap(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// auditCaughtUp waits until the audit writer has written every record of
+// the event's stream to SQL (its consumer group has delivered the last
+// entry and holds none pending), at most a minute.
+func (r *dropRun) auditCaughtUp(ctx context.Context) error {
+	stream := "rl:{ev:" + r.event + "}:s"
+	deadline := time.Now().Add(time.Minute)
+	for {
+		last, err := r.rdb.XRevRangeN(ctx, stream, "+", "-", 1).Result()
+		if err != nil {
+			return err
+		}
+		groups, err := r.rdb.XInfoGroups(ctx, stream).Result()
+		if err != nil {
+			return err
+		}
+		for _, g := range groups {
+			if g.Name == "audit" && g.Pending == 0 && (len(last) == 0 || g.LastDeliveredID == last[0].ID) {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("drop: the audit writer is still behind the event stream after a minute: %+v", groups)
+		}
+		if !ctxsleep.Sleep(ctx, 100*time.Millisecond) {
+			return ctx.Err()
+		}
+	}
 }
 
 // checkSQL reads the event's orders from the server's database: one per
