@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/gin-gonic/gin"
@@ -36,19 +35,20 @@ type streamOwner struct {
 	key    string // the map key: "t:" + event/token or "a:" + address
 	most   int
 	reason string // refusedToken or refusedAddress
-	refuse string // the 429's message
+	// holder and kind word the 429: "<holder> already holds <most> open <kind>".
+	holder, kind string
 }
 
 // tokenStreams is the owner of the streams of token in eventID.
 func tokenStreams(eventID, token string) streamOwner {
 	return streamOwner{key: "t:" + eventID + "/" + token, most: MaxStreamsPerToken, reason: refusedToken,
-		refuse: fmt.Sprintf("this queue token already holds %d open streams; close one first", MaxStreamsPerToken)}
+		holder: "this queue token", kind: "streams"}
 }
 
 // addressStreams is the owner of the stats streams of one client address.
 func addressStreams(addr string) streamOwner {
 	return streamOwner{key: "a:" + addr, most: MaxStatsStreamsPerAddress, reason: refusedAddress,
-		refuse: fmt.Sprintf("this address already holds %d open stats streams; close one first", MaxStatsStreamsPerAddress)}
+		holder: "this address", kind: "stats streams"}
 }
 
 // DefaultStreamCeiling is the stream ceiling of a process allowed
@@ -104,7 +104,7 @@ func (l *streamLimits) enter(o streamOwner) error {
 	defer l.mu.Unlock()
 	if l.owners[o.key] >= o.most {
 		l.refused.WithLabelValues(o.reason).Inc()
-		return queue.Errorf(queue.CodeRateLimited, "%s", o.refuse)
+		return queue.Errorf(queue.CodeRateLimited, "%s already holds %d open %s; close one first", o.holder, o.most, o.kind)
 	}
 	if l.ceiling > 0 && l.n >= l.ceiling {
 		l.refused.WithLabelValues(refusedCeiling).Inc()
