@@ -272,23 +272,24 @@ func (b *batcher) close() {
 // verify.lua), the script itself.
 type manyForm struct {
 	script *redis.Script
-	// width is, for a script taking calls one after the other, how many
-	// values of its reply answer each call; 0 for a manyScript.
-	width int
-	// shared is how many values end such a script's reply that answer
-	// every call: each call gets its own values followed by them, as it
-	// would have going alone.
-	shared int
+	// split, for a script taking calls one after the other, cuts its reply
+	// into each call's answer; nil for a manyScript.
+	split splitter
+	// concat says each call's own ARGV is one []byte that a run sends
+	// concatenated, as one argument.
+	concat bool
 }
 
 // group is one command of a pipeline: a single call, or a run of calls of
 // one script on the same keys sent as one call of its many-call form.
+// split is the script's splitter, if it takes calls one after the other:
+// even a single call's reply goes through it.
 type group struct {
 	script *redis.Script
 	calls  []*call
 	many   bool
-	width  int
-	shared int
+	split  splitter
+	concat bool
 }
 
 // group splits batch into commands, keeping the calls' order: consecutive
@@ -298,17 +299,18 @@ func (b *batcher) group(batch []*call) []group {
 	for i := 0; i < len(batch); {
 		c := batch[i]
 		j := i + 1
-		if m, ok := b.many[c.script.Script]; ok {
+		m, ok := b.many[c.script.Script]
+		if ok {
 			for j < len(batch) && batch[j].script == c.script && batch[j].event == c.event {
 				j++
 			}
 			if j-i > 1 {
-				gs = append(gs, group{script: m.script, calls: batch[i:j], many: true, width: m.width, shared: m.shared})
+				gs = append(gs, group{script: m.script, calls: batch[i:j], many: true, split: m.split, concat: m.concat})
 				i = j
 				continue
 			}
 		}
-		gs = append(gs, group{script: c.script.Script, calls: batch[i:j]})
+		gs = append(gs, group{script: c.script.Script, calls: batch[i:j], split: m.split})
 		i = j
 	}
 	return gs
@@ -325,14 +327,24 @@ func (g group) args() []any {
 	if !g.many {
 		return g.calls[0].args
 	}
-	if g.width > 0 {
-		n := 2
+	if g.split != nil {
+		n, size := 2, 0
 		now := g.calls[0].args[0]
 		for _, c := range g.calls {
 			n += len(c.args) - 2
 			if later(c.args[0], now) {
 				now = c.args[0]
 			}
+			if g.concat {
+				size += len(c.args[2].([]byte))
+			}
+		}
+		if g.concat {
+			b := make([]byte, 0, size)
+			for _, c := range g.calls {
+				b = append(b, c.args[2].([]byte)...)
+			}
+			return []any{now, g.calls[0].args[1], b}
 		}
 		a := make([]any, 0, n)
 		a = append(a, now, g.calls[0].args[1])
@@ -357,28 +369,32 @@ func (g group) args() []any {
 
 // answer hands each call of g its reply from cmd.
 func (g group) answer(cmd *redis.Cmd) {
-	if !g.many {
+	replies, err := cmd.Slice()
+	if !g.many && g.split == nil {
 		c := g.calls[0]
-		c.res, c.err = cmd.Slice()
+		c.res, c.err = replies, err
 		close(c.done)
 		return
 	}
-	replies, err := cmd.Slice()
-	w := max(g.width, 1)
-	if err == nil && len(replies) != w*len(g.calls)+g.shared {
-		err = fmt.Errorf("queue: %d reply values to %d calls of %d and %d shared", len(replies), len(g.calls), w, g.shared)
+	if err == nil && g.split != nil {
+		into := make([][]any, len(g.calls))
+		for i, c := range g.calls {
+			into[i] = c.buf[:0]
+		}
+		if err = g.split(replies, into); err == nil {
+			for i, c := range g.calls {
+				c.res = into[i]
+			}
+		}
 	}
-	var shared []any
-	if err == nil {
-		shared = replies[len(replies)-g.shared:]
+	if err == nil && g.split == nil && len(replies) != len(g.calls) {
+		err = fmt.Errorf("queue: %d replies to %d calls", len(replies), len(g.calls))
 	}
 	for i, c := range g.calls {
 		switch {
 		case err != nil:
 			c.err = err
-		case g.width > 0:
-			c.res = append(append(c.buf[:0], replies[i*w:(i+1)*w]...), shared...)
-		default:
+		case g.split == nil:
 			c.res, c.err = reply(replies[i])
 		}
 		close(c.done)

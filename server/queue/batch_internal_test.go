@@ -151,7 +151,7 @@ func TestBatchConcatenatedRun(t *testing.T) {
 	var calls []*call
 	for i, now := range []int64{3000, 5000, 4000} {
 		calls = append(calls, &call{ctx: ctx, script: scriptJoin, event: "e1",
-			args: []any{now, int64(0), fmt.Sprintf("u_%d", i), "", flagNo, "", flagNo}, done: make(chan struct{})})
+			args: append([]any{now, int64(0)}, joinArgv(fmt.Sprintf("u_%d", i), JoinOptions{})...), done: make(chan struct{})})
 	}
 	if gs := b.group(calls); len(gs) != 1 || !gs[0].many {
 		t.Fatalf("%d groups, want the run as one", len(gs))

@@ -62,13 +62,6 @@ var (
 	luaReserve string
 )
 
-// Values per call in the replies of join.lua and verify.lua, and values at
-// their end shared by every call.
-const (
-	joinWidth, joinShared     = 9, 3
-	verifyWidth, verifyShared = 5, 5
-)
-
 var (
 	scriptJoin     = script(luaJoin)
 	scriptVerify   = script(luaVerify)
@@ -84,8 +77,8 @@ var (
 	// request on one event: the batcher sends a run of them as one call.
 	// join.lua and verify.lua take a whole run themselves.
 	manyScripts = map[*redis.Script]manyForm{
-		scriptJoin.Script:   {script: scriptJoin.Script, width: joinWidth, shared: joinShared},
-		scriptVerify.Script: {script: scriptVerify.Script, width: verifyWidth, shared: verifyShared},
+		scriptJoin.Script:   {script: scriptJoin.Script, split: splitJoin},
+		scriptVerify.Script: {script: scriptVerify.Script, split: splitVerify, concat: true},
 		scriptLeave.Script:  {script: manyScript(luaLeave)},
 		scriptOrder.Script:  {script: manyScript(luaOrder)},
 	}
@@ -182,6 +175,11 @@ func (e *Engine) run(ctx context.Context, s *luaScript, eventID string, args ...
 		res, err = e.batch.do(ctx, s, eventID, argv)
 	} else {
 		res, err = s.Run(ctx, e.rdb, s.keysOf(eventID), argv...).Slice()
+		if m := manyScripts[s.Script]; err == nil && m.split != nil {
+			into := [][]any{make([]any, 0, joinWidth+joinShared)}
+			err = m.split(res, into)
+			res = into[0]
+		}
 	}
 	if err != nil {
 		return nil, storeErr(ctx, err)
@@ -555,7 +553,7 @@ func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOpt
 	if !ValidUserID(userID) {
 		return Entry{}, false, Errorf(CodeBadRequest, "a user id must be non-empty and on one line")
 	}
-	r, err := e.run(ctx, scriptJoin, eventID, userID, o.PriorityCode, flag(o.Priority), o.Device, flag(o.Proven))
+	r, err := e.run(ctx, scriptJoin, eventID, joinArgv(userID, o)...)
 	if err != nil {
 		return Entry{}, false, fmt.Errorf("queue: join %s: %w", eventID, err)
 	}
@@ -623,7 +621,7 @@ func (e *Engine) Status(ctx context.Context, eventID, token string) (Entry, erro
 	if err != nil {
 		return Entry{}, err
 	}
-	r, err := e.run(ctx, scriptVerify, eventID, user, seq)
+	r, err := e.run(ctx, scriptVerify, eventID, lookupArg(user, seq))
 	if err != nil {
 		return Entry{}, fmt.Errorf("queue: status %s: %w", eventID, err)
 	}

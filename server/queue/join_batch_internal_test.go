@@ -105,18 +105,13 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 			}
 			args := []any{now, DefaultStreamMaxLen}
 			for _, j := range joins {
-				args = append(args, j.user, j.code, j.force, j.dev, j.proven)
+				args = append(args, joinArgv(j.user, JoinOptions{PriorityCode: j.code, Priority: j.force == "1",
+					Device: j.dev, Proven: j.proven == "1"})...)
 			}
-			batch, err := scriptJoin.Run(ctx, rdb, scriptJoin.keysOf(ids[0]), args...).Slice()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(batch) != joinWidth*len(joins)+joinShared {
-				t.Fatalf("%d reply values to %d joins", len(batch), len(joins))
-			}
+			batch := mustSplit(t, splitJoin, len(joins), scriptJoin.Run(ctx, rdb, scriptJoin.keysOf(ids[0]), args...))
 			for i, j := range joins {
 				want := fmt.Sprint(mustJoinOne(t, rdb, one, ids[1], now, j))
-				got := append(slices.Clone(batch[i*joinWidth:(i+1)*joinWidth]), batch[len(batch)-joinShared:]...)
+				got := batch[i]
 				answers[got[0].(string)]++
 				if !grants && ev.QueueMode == ModeFIFO && got[0] == "NEW" && got[1] == "WAITING" {
 					plain++
@@ -160,6 +155,20 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 			t.Errorf("no join answered %s: the trials miss a case (answers %v)", a, answers)
 		}
 	}
+}
+
+// mustSplit cuts a script's reply to n calls into their answers with split.
+func mustSplit(t *testing.T, split splitter, n int, cmd *redis.Cmd) [][]any {
+	t.Helper()
+	reply, err := cmd.Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	into := make([][]any, n)
+	if err := split(reply, into); err != nil {
+		t.Fatalf("%v: %v", err, reply)
+	}
+	return into
 }
 
 // mustJoinOne runs one join through the one-join script at now.

@@ -67,25 +67,21 @@ func TestVerifyBatchMatchesSingle(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			args := []any{now.UnixMilli(), int64(0)}
+			var lookups []byte
 			for i := range users {
-				args = append(args, users[i], seqs[i])
+				lookups = append(lookups, lookupArg(users[i], seqs[i])...)
 			}
-			batch, err := scriptVerify.Run(ctx, rdb, scriptVerify.keysOf(id), args...).Slice()
-			if err != nil {
-				t.Fatal(err)
-			}
+			args := []any{now.UnixMilli(), int64(0), lookups}
+			batch := mustSplit(t, splitVerify, len(users), scriptVerify.Run(ctx, rdb, scriptVerify.keysOf(id), args...))
 			waiting := 0
 			for i := range users {
-				one, err := scriptVerify.Run(ctx, rdb, scriptVerify.keysOf(id), now.UnixMilli(), int64(0), users[i], seqs[i]).Slice()
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := fmt.Sprint(batch[i*verifyWidth : (i+1)*verifyWidth])
-				if want := fmt.Sprint(one[:verifyWidth]); got != want {
+				one := mustSplit(t, splitVerify, 1,
+					scriptVerify.Run(ctx, rdb, scriptVerify.keysOf(id), now.UnixMilli(), int64(0), lookupArg(users[i], seqs[i])))[0]
+				got := fmt.Sprint(batch[i])
+				if want := fmt.Sprint(one); got != want {
 					t.Errorf("%s (seq %d): the batch answered %s, alone %s", users[i], seqs[i], got, want)
 				}
-				if one[0] == string(StatusWaiting) {
+				if one[0] == valWaiting {
 					waiting++
 				}
 			}

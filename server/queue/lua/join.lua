@@ -3,13 +3,23 @@
 -- them) and answers each exactly as if it had run alone, in order.
 -- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv, pq, hd, hu (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
--- ARGV[3..] five per join: user id, priority code to redeem or "", "1" to put
--- the user in the priority lane without a grant (the simulator's VIRTUAL
--- bots), device id or "" when device binding is off, "1" when the join
--- passed the event's proof-of-work challenge or needs none.
--- Returns nine values per join, in order, then three for them all:
---   {result, status, seq, detail, waiting, admitted at, admission no, lane,
---    admitted}..., rate, batch, interval
+-- ARGV[3..] the joins, in order. A join that brings nothing but its user id
+-- (the usual one) is that id alone; one that also passed the event's
+-- proof-of-work challenge or needs none is "\n" (no user id holds a line
+-- break) then its user id; any other is "" (no user id is empty) then five:
+-- user id, priority code to redeem or "", "1" to put the user in the
+-- priority lane without a grant (the simulator's VIRTUAL bots), device id or
+-- "" when device binding is off, "1" when the join passed the challenge or
+-- needs none.
+-- Returns the answers in order, then three values for them all: rate,
+-- batch, interval. Most joins are answered in runs (queue.splitJoin expands
+-- them): a run of k new joins put in the normal lane one after the other
+-- while the priority lane is empty is four values, {k, seq of the first,
+-- place of the first, admitted}, the i-th taking seq and place (which is
+-- also the line's length then) one past the one before. Any other answer is
+-- nine values:
+--   result, status, seq, detail, waiting, admitted at, admission no, lane,
+--   admitted
 --   result NEW | EXISTS, PREQUEUED (status "1" when new, seq the pre-queue's
 --   length; fair_lib.lua), or an error code followed by eight zeros; an error
 --   changes nothing but ending the user's run-out active window, which any
@@ -18,30 +28,54 @@
 --   ms when ACTIVE; lane is "p" for the priority lane, "" for the normal one.
 -- A live attempt is returned as it is, whatever code the join carries.
 --
--- What makes a batch cheap: the config, the counters, the seq and both lane
--- sizes are read once; every user's lane scores and active attempt in three
--- variadic reads (none for an empty lane or active hash); a plain new join
--- takes a short way through the loop; one INCRBY for the batch's seqs, one ZADD per lane, one
--- HINCRBY per counter, one stream entry for the joined records (a run entry,
--- below) and one for the direct admissions (a batch entry, see lib.lua). The
--- joined records' seqs run on, one each, so their entry needs no seq and no
--- string built per record: fields k (joined), t, q (the first seq), b (how
--- many records), u (the user ids, one a line: no user id holds a line
--- break, see queue.ValidUserID), l (a letter per record, p or -, when any is
--- in the priority lane), c ("i code ..." for the i-th records that redeemed
--- a priority code); queue.parseRecords expands it. The batch's own changes are kept in
--- locals until the end, so a user seen twice in a batch, or a device held by
--- someone the batch has seen, is looked up again after writing them out.
-local n = (#ARGV - 2) / 5
+-- What makes a batch cheap: the config (one field, see pack_cfg), the
+-- counters, the seq and both lane sizes are read once; every user's lane
+-- scores and active attempt in three variadic reads (none for an empty lane
+-- or active hash); a plain new join takes a short way through the loop and
+-- is answered in a run; one INCRBY for the batch's seqs, one ZADD per lane,
+-- one HINCRBY per counter, one stream entry for the joined records (a run
+-- entry, below) and one for the direct admissions (a batch entry, see
+-- lib.lua). The joined records' seqs run on, one each, so their entry needs
+-- no seq and no string built per record: fields k (joined), t, q (the first
+-- seq), b (how many records), u (the user ids, one a line: no user id holds
+-- a line break, see queue.ValidUserID), l (a letter per record, p or -, when
+-- any is in the priority lane), c ("i code ..." for the i-th records that
+-- redeemed a priority code); queue.parseRecords expands it. The batch's own
+-- changes are kept in locals until the end, so a user seen twice in a batch,
+-- or a device held by someone the batch has seen, is looked up again after
+-- writing them out.
+local argv = ARGV
+-- users[i] is the i-th join's user id; ext[i], for a join given in full, the
+-- index of its user id in ARGV; proven[i] true for a "\n" one.
+local users, ext, proven, n = {}, {}, {}, 0
+do
+  local k, na = 3, #argv
+  while k <= na do
+    n = n + 1
+    local a = argv[k]
+    if a == '' then
+      users[n], ext[n] = argv[k + 1], k + 1
+      k = k + 6
+    elseif a == '\n' then
+      users[n], proven[n] = argv[k + 1], true
+      k = k + 2
+    else
+      users[n] = a
+      k = k + 1
+    end
+  end
+end
 local out, o = {}, 0
+-- run is the index in out of the open run's count, nil when none is open:
+-- any answer but a run's closes it.
+local run
 -- refuse answers the next join with an error code.
 local function refuse(code)
   out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = code, 0, 0, 0, 0
   out[o + 6], out[o + 7], out[o + 8], out[o + 9] = 0, 0, 0, 0
-  o = o + 9
+  o, run = o + 9, nil
 end
-local cfg = redis.call('HMGET', K_CFG, 'capacity', 'policy', 'paused', 'opens', 'closes', 'ttl', 'batch', 'pshare',
-  'interval', 'seq_cap', 'adm_cap', 'mode', 'preopens', 'pow')
+local cfg = read_cfg()
 if not cfg[1] then
   for _ = 1, n do refuse('EVENT_NOT_FOUND') end
   out[o + 1], out[o + 2], out[o + 3] = 0, 0, 0
@@ -56,9 +90,6 @@ local seq_cap, adm_cap = tonumber(cfg[10]), tonumber(cfg[11])
 local mode, pow = cfg[12], cfg[14] == '1'
 local pass = mode == 'p'
 
-local argv = ARGV
-local users = {}
-for i = 1, n do users[i] = argv[5 * i - 2] end
 local nw, np = redis.call('ZCARD', K_W), redis.call('ZCARD', K_P)
 -- A lane or the active hash that is empty holds none of the users.
 local wsc, psc, asv = {}, {}, {}
@@ -89,7 +120,7 @@ local admissions -- the batch entry of direct admissions, made at the first
 local function answer(result, status, s, detail, waiting, at, no, lane)
   out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = result, status, s, detail, waiting
   out[o + 6], out[o + 7], out[o + 8], out[o + 9] = at, no, lane, admitted
-  o = o + 9
+  o, run = o + 9, nil
 end
 
 -- lookup returns what user holds: 'W', lane, place, seq while waiting; 'A',
@@ -183,9 +214,12 @@ end
 local plain = not grants and not pass and mode ~= 'c' and mode ~= 'r' and not (opens > 0 and NOW < opens)
   and not (closes > 0 and NOW >= closes)
 for i = 1, n do
-  local k = 5 * i
-  local user, code, force, dev = users[i], argv[k - 1], argv[k], argv[k + 1]
-  local proof = not pow or argv[k + 2] == '1'
+  local user, x = users[i], ext[i]
+  local code, force, dev, proof = '', '', '', not pow or proven[i]
+  if x then
+    code, force, dev = argv[x + 1], argv[x + 2], argv[x + 3]
+    proof = proof or argv[x + 4] == '1'
+  end
   if plain and code == '' and dev == '' and force ~= '1' and proof and not wsc[i] and not psc[i] and not asv[i]
     and not seen[user] and (nw + np > 0 or not direct) and not (seq_cap and seq >= seq_cap) then
     seen[user] = true
@@ -194,11 +228,16 @@ for i = 1, n do
     if jl then jl[jn] = '-' end
     local m = #addw
     addw[m + 1], addw[m + 2] = seq, user
-    -- With nobody in the priority lane a normal place is the rank.
-    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5] = 'NEW', 'WAITING', seq,
-      np > 0 and place(nw, '', nw, np, batch, ppm) or nw, nw + np
-    out[o + 6], out[o + 7], out[o + 8], out[o + 9] = 0, 0, '', admitted
-    o = o + 9
+    if np > 0 then
+      answer('NEW', 'WAITING', seq, place(nw, '', nw, np, batch, ppm), nw + np, 0, 0, '')
+    elseif run then
+      -- With nobody in the priority lane a normal place is the rank.
+      out[run] = out[run] + 1
+    else
+      run = o + 1
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4] = 1, seq, nw, admitted
+      o = o + 4
+    end
   else
     local done = false
     local held, a, b, c, d = lookup(i, user)
@@ -300,7 +339,7 @@ if seq > seq0 then
   redis.call('HINCRBY', K_N, 'joined', seq - seq0)
 end
 if jn > 0 then
-  local f = {'k', 'joined', 't', NOW, 'q', seq0 + 1, 'b', jn, 'u', table.concat(ju, '\n')}
+  local f = {'k', 'joined', 't', argv[1], 'q', seq0 + 1, 'b', jn, 'u', table.concat(ju, '\n')}
   if jl then f[#f + 1], f[#f + 2] = 'l', table.concat(jl) end
   if jc then f[#f + 1], f[#f + 2] = 'c', table.concat(jc, ' ') end
   xadd(unpack(f))

@@ -116,6 +116,47 @@ local function batch_emit(e)
   xadd(unpack(f))
 end
 
+-- cfg_fields reads the cfg fields join.lua and verify.lua need at every
+-- call: capacity, policy, paused, opens, closes, ttl, batch, pshare,
+-- interval, seq_cap, adm_cap, mode, preopens, pow (false when missing).
+local function cfg_fields()
+  return redis.call('HMGET', K_CFG, 'capacity', 'policy', 'paused', 'opens', 'closes', 'ttl', 'batch', 'pshare',
+    'interval', 'seq_cap', 'adm_cap', 'mode', 'preopens', 'pow')
+end
+
+-- pack_cfg keeps cfg_fields in cfg field j as one string, joined by "|" (no
+-- value holds one), a missing field empty, and batch, pshare and interval
+-- alike in field v: reading one field and cutting it costs Redis a third
+-- of what reading the fields does. Every script that writes those fields
+-- calls it after.
+local function pack_cfg()
+  local c = cfg_fields()
+  for i = 1, 14 do c[i] = c[i] or '' end
+  redis.call('HSET', K_CFG, 'j', table.concat(c, '|'), 'v', c[7] .. '|' .. c[8] .. '|' .. c[9])
+end
+
+-- read_cfg returns cfg_fields from field j ("" for a missing one), or, for an
+-- event whose config predates field j, as cfg_fields reads them; its first
+-- value is false when the event has no config.
+local function read_cfg()
+  local j = redis.call('HGET', K_CFG, 'j')
+  if not j then return cfg_fields() end
+  return {string.match(j, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')}
+end
+
+-- read_split_cfg returns the event's admit batch, priority share (ppm) and
+-- admit interval (ms) as numbers, or nil when the event has no config.
+local function read_split_cfg()
+  local v = redis.call('HGET', K_CFG, 'v')
+  if not v then
+    local c = redis.call('HMGET', K_CFG, 'batch', 'pshare', 'interval')
+    if not c[1] then return nil end
+    return tonumber(c[1]) or 0, tonumber(c[2]) or 0, tonumber(c[3]) or 0
+  end
+  local b, p, i = string.match(v, '^(%d*)|(%d*)|(%d*)$')
+  return tonumber(b) or 0, tonumber(p) or 0, tonumber(i) or 0
+end
+
 -- unbind frees the device user held, if any.
 local function unbind(user)
   local dev = redis.call('HGET', K_DV, 'u:' .. user)
@@ -199,8 +240,8 @@ end
 
 -- split_cfg returns the event's admit batch and priority share (ppm).
 local function split_cfg()
-  local c = redis.call('HMGET', K_CFG, 'batch', 'pshare')
-  return tonumber(c[1]) or 0, tonumber(c[2]) or 0
+  local batch, ppm = read_split_cfg()
+  return batch or 0, ppm or 0
 end
 
 -- waiting_place returns the lane ('p' or '') and 1-based place of a waiting

@@ -20,4 +20,5 @@ if mode == 'replace' and not exists then
   return {'EVENT_NOT_FOUND'}
 end
 redis.call('HSET', K_CFG, unpack(ARGV, 4))
+pack_cfg()
 return {'OK'}

@@ -14,4 +14,5 @@ for i, field in ipairs({'seq_cap', 'adm_cap'}) do
     redis.call('HSET', K_CFG, field, cap)
   end
 end
+pack_cfg()
 return {'OK'}

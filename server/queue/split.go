@@ -1,0 +1,136 @@
+package queue
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Values of one call's answer as join.lua and verify.lua give it whole, and
+// values at the end of their reply shared by every call of the run.
+const (
+	joinWidth, joinShared     = 9, 3
+	verifyWidth, verifyShared = 5, 5
+)
+
+// A splitter cuts the reply of a script that takes a run of calls one after
+// the other (join.lua, verify.lua) into each call's answer, in the layout
+// the call gets alone: its values, then the shared ones. into holds one
+// empty buffer per call of the run; it appends each call's answer to its
+// buffer.
+type splitter func(reply []any, into [][]any) error
+
+// Parts of answers expanded from compact ones, boxed once.
+var (
+	valNew, valWaiting, valNoLane any = "NEW", string(StatusWaiting), ""
+	valZero                       any = int64(0)
+)
+
+// splitJoin cuts join.lua's reply: a run item {k, seq, place, admitted}
+// answers k new joins put in the normal lane one after the other (seq and
+// place, which is also the line's length, one more for each); any other
+// answer is joinWidth values, led by a string.
+func splitJoin(reply []any, into [][]any) error {
+	if len(reply) < joinShared {
+		return fmt.Errorf("queue: join reply of %d values", len(reply))
+	}
+	shared := reply[len(reply)-joinShared:]
+	items := reply[:len(reply)-joinShared]
+	i := 0
+	for len(items) > 0 {
+		if k, ok := items[0].(int64); ok {
+			if len(items) < 4 || i+int(k) > len(into) || k < 1 {
+				return fmt.Errorf("queue: join reply: bad run at answer %d", i)
+			}
+			seq, place, admitted := toInt(items[1]), toInt(items[2]), items[3]
+			for j := range k {
+				p := any(place + j)
+				into[i] = append(into[i], valNew, valWaiting, any(seq+j), p, p, valZero, valZero, valNoLane, admitted)
+				into[i] = append(into[i], shared...)
+				i++
+			}
+			items = items[4:]
+			continue
+		}
+		if len(items) < joinWidth || i >= len(into) {
+			return fmt.Errorf("queue: join reply: %d values left at answer %d of %d", len(items), i, len(into))
+		}
+		into[i] = append(append(into[i], items[:joinWidth]...), shared...)
+		items = items[joinWidth:]
+		i++
+	}
+	if i != len(into) {
+		return fmt.Errorf("queue: join reply answers %d of %d joins", i, len(into))
+	}
+	return nil
+}
+
+// splitVerify cuts verify.lua's reply: an integer alone is the place of an
+// attempt waiting in the normal lane; any other answer is verifyWidth
+// values, led by its status.
+func splitVerify(reply []any, into [][]any) error {
+	if len(reply) < verifyShared {
+		return fmt.Errorf("queue: status reply of %d values", len(reply))
+	}
+	shared := reply[len(reply)-verifyShared:]
+	items := reply[:len(reply)-verifyShared]
+	i := 0
+	for len(items) > 0 && i < len(into) {
+		if _, ok := items[0].(int64); ok {
+			into[i] = append(into[i], valWaiting, items[0], valZero, valZero, valNoLane)
+			into[i] = append(into[i], shared...)
+			items = items[1:]
+			i++
+			continue
+		}
+		if len(items) < verifyWidth {
+			break
+		}
+		into[i] = append(append(into[i], items[:verifyWidth]...), shared...)
+		items = items[verifyWidth:]
+		i++
+	}
+	if i != len(into) || len(items) > 0 {
+		return fmt.Errorf("queue: status reply answers %d of %d lookups (%d values left)", i, len(into), len(items))
+	}
+	return nil
+}
+
+// joinArgv is one join's ARGV for join.lua: the user id alone when the join
+// brings nothing else, "\n" and the user id when it brings only its proof,
+// else "" and all five.
+func joinArgv(user string, o JoinOptions) []any {
+	switch {
+	case o.PriorityCode != "" || o.Priority || o.Device != "":
+		return []any{"", user, o.PriorityCode, flag(o.Priority), o.Device, flag(o.Proven)}
+	case o.Proven:
+		return []any{argProven, user}
+	}
+	return []any{user}
+}
+
+// argProven marks a join.lua join that brings its proof (see joinArgv).
+var argProven any = "\n"
+
+// lookupArg is one status lookup's argument for verify.lua: the user id as a
+// msgpack str, then the seq as a msgpack uint. A run's lookups go as the
+// concatenation of theirs (manyForm.concat).
+func lookupArg(user string, seq int64) []byte {
+	b := make([]byte, 0, len(user)+14)
+	switch n := len(user); {
+	case n < 32:
+		b = append(b, 0xa0|byte(n))
+	case n < 1<<8:
+		b = append(b, 0xd9, byte(n))
+	default:
+		b = binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
+	}
+	b = append(b, user...)
+	u := uint64(max(seq, 0))
+	switch {
+	case u < 128:
+		return append(b, byte(u))
+	case u < 1<<32:
+		return binary.BigEndian.AppendUint32(append(b, 0xce), uint32(u))
+	}
+	return binary.BigEndian.AppendUint64(append(b, 0xcf), u)
+}

@@ -1,0 +1,151 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rushline/rushline/server/redisproc/redistest"
+)
+
+// TestLookupArgUnpacksInRedis sends lookupArg's msgpack through Redis's own
+// cmsgpack, as verify.lua reads it: every length class of user id and every
+// width of seq comes back as it went, one lookup after the other.
+func TestLookupArgUnpacksInRedis(t *testing.T) {
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	echo := redis.NewScript(`local a = {cmsgpack.unpack(ARGV[1])}
+for i = 2, #a, 2 do a[i] = string.format('%.0f', a[i]) end
+return a`)
+	cases := []struct {
+		name string
+		user string
+		seq  int64
+	}{
+		{"fixstr and fixint", "u", 0},
+		{"fixstr edge and fixint edge", strings.Repeat("a", 31), 127},
+		{"str8 and uint32", strings.Repeat("b", 32), 128},
+		{"str8 edge and uint32 edge", strings.Repeat("c", 255), 1<<32 - 1},
+		{"str16 and uint64", strings.Repeat("d", 256), 1 << 32},
+		{"VIRTUAL id and a large seq", "VIRTUAL:bot-7", 1 << 50},
+	}
+	var all []byte
+	var want []string
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := echo.Run(context.Background(), rdb, nil, lookupArg(tc.user, tc.seq)).StringSlice()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w := []string{tc.user, fmt.Sprint(tc.seq)}; fmt.Sprint(got) != fmt.Sprint(w) {
+				t.Errorf("unpacked %q, want %q", got, w)
+			}
+		})
+		all = append(all, lookupArg(tc.user, tc.seq)...)
+		want = append(want, tc.user, fmt.Sprint(tc.seq))
+	}
+	got, err := echo.Run(context.Background(), rdb, nil, all).StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("a run's lookups unpacked %q, want %q", got, want)
+	}
+}
+
+// TestSplitRefusesMalformedReplies holds the splitters to replies that do
+// not answer exactly the calls of the run: each is an error, never a call
+// answered with another's values.
+func TestSplitRefusesMalformedReplies(t *testing.T) {
+	full := []any{"EXISTS", "WAITING", int64(4), int64(2), int64(9), int64(0), int64(0), "", int64(0)}
+	shared := []any{int64(0), int64(10), int64(250)}
+	cases := []struct {
+		name  string
+		split splitter
+		reply []any
+		calls int
+		ok    bool
+	}{
+		{"join: a run and a full answer", splitJoin, append(append([]any{int64(2), int64(7), int64(3), int64(0)}, full...), shared...), 3, true},
+		{"join: a run longer than the calls", splitJoin, append([]any{int64(3), int64(7), int64(3), int64(0)}, shared...), 2, false},
+		{"join: fewer answers than calls", splitJoin, append(append([]any{}, full...), shared...), 2, false},
+		{"join: a cut full answer", splitJoin, append(append([]any{}, full[:5]...), shared...), 1, false},
+		{"join: no shared values", splitJoin, []any{int64(1)}, 1, false},
+		{"status: places and a full answer", splitVerify, []any{int64(3), "ACTIVE", int64(9), int64(1), int64(2), "", int64(5), int64(0), int64(0), int64(10), int64(250)}, 2, true},
+		{"status: a value left over", splitVerify, []any{int64(3), int64(4), int64(5), int64(0), int64(0), int64(10), int64(250)}, 1, false},
+		{"status: fewer answers than calls", splitVerify, []any{int64(3), int64(5), int64(0), int64(0), int64(10), int64(250)}, 2, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			into := make([][]any, tc.calls)
+			err := tc.split(tc.reply, into)
+			if (err == nil) != tc.ok {
+				t.Fatalf("err %v, want ok %t", err, tc.ok)
+			}
+		})
+	}
+}
+
+// TestSplitJoinExpandsRuns checks a run's answers: seq and place one more
+// for each join, the place also the line's length, as join.lua answers a
+// plain join alone.
+func TestSplitJoinExpandsRuns(t *testing.T) {
+	into := make([][]any, 3)
+	if err := splitJoin([]any{int64(3), int64(41), int64(8), int64(5), int64(100), int64(10), int64(250)}, into); err != nil {
+		t.Fatal(err)
+	}
+	for i, got := range into {
+		want := fmt.Sprint([]any{"NEW", "WAITING", 41 + i, 8 + i, 8 + i, 0, 0, "", 5, 100, 10, 250})
+		if fmt.Sprint(got) != want {
+			t.Errorf("join %d answered %v, want %s", i, got, want)
+		}
+	}
+}
+
+// TestPackedConfigFollowsEveryWrite: join.lua and verify.lua read the
+// config packed in fields j and v, so every write of the config repacks
+// it (a PutEvent pausing the event refuses the next join its direct
+// admission), and an event stored before those fields existed still joins
+// and answers status from the plain fields.
+func TestPackedConfigFollowsEveryWrite(t *testing.T) {
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	ctx := context.Background()
+	eng := New(rdb, []byte("test-token-key"))
+	ev := Event{ID: "pk", Name: "pk", Seats: 10, Capacity: 5, AdmitBatch: 3, AdmitIntervalMS: 100, ActiveTTLS: 60,
+		Policy: PolicyCapacity}
+	if err := eng.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	en, _, err := eng.Join(ctx, "pk", "u1")
+	if err != nil || en.Status != StatusActive {
+		t.Fatalf("first join on a capacity event: %+v %v, want ACTIVE", en, err)
+	}
+	ev.Paused, ev.AdmitBatch = true, 7
+	if err := eng.PutEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := rdb.HGet(ctx, key("pk", keyCfg), "v").Result(); !strings.HasPrefix(v, "7|") {
+		t.Errorf("field v %q after the batch became 7", v)
+	}
+	// The line is empty: a paused capacity event queues instead of admitting.
+	en, _, err = eng.Join(ctx, "pk", "u2")
+	if err != nil || en.Status != StatusWaiting {
+		t.Fatalf("join on the paused event: %+v %v, want WAITING", en, err)
+	}
+	if err := rdb.HDel(ctx, key("pk", keyCfg), "j", "v").Err(); err != nil {
+		t.Fatal(err)
+	}
+	en3, _, err := eng.Join(ctx, "pk", "u3")
+	if err != nil || en3.Status != StatusWaiting || en3.Position != 2 {
+		t.Fatalf("join without the packed fields: %+v %v, want WAITING at 2", en3, err)
+	}
+	st, err := eng.Status(ctx, "pk", en3.Token)
+	if err != nil || st.Status != StatusWaiting || st.Position != 2 {
+		t.Fatalf("status without the packed fields: %+v %v, want WAITING at 2", st, err)
+	}
+	if _, err := eng.Status(ctx, "nope", en3.Token); err == nil {
+		t.Error("status on an unknown event answered")
+	}
+}
