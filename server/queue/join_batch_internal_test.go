@@ -41,6 +41,7 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 	policies := []Policy{PolicyCapacity, PolicyCapacity, PolicyBatch, PolicyAdaptive}
 	answers := map[string]int{} // how often each answer came, over all trials
 	plain := 0                  // new waiting joins on fifo events without grants: join.lua's short way
+	shortest := 0               // batches of the shortest way's kind all put in line
 	pool := []string{"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7", "pre0", "pre1", "pre2", "g1", "VIRTUAL:b"}
 	for trial := range 120 {
 		rng := rand.New(rand.NewPCG(uint64(trial), 15))
@@ -85,6 +86,17 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 		// Half the events grant no priority: plain joins take join.lua's
 		// short way only then.
 		grants := rng.IntN(2) == 0
+		// A fifth of the trials send a batch of plain joins of distinct
+		// users to a fifo event without grants: join.lua's shortest way
+		// when nobody of them holds anything and the priority lane is empty.
+		short := trial%5 == 0
+		if short {
+			ev.QueueMode, ev.PrequeueOpensAt, ev.OpensAt, grants = ModeFIFO, nil, nil, false
+			joins = joins[:0]
+			for _, k := range rng.Perm(8)[:1+rng.IntN(8)] {
+				joins = append(joins, joinArgs{user: pool[k], proven: []string{"", "1"}[rng.IntN(2)]})
+			}
+		}
 		name := fmt.Sprintf("trial %d: %d joins, %s, %s, %s, cap %d/%d, grants %t", trial, len(joins), ev.Policy,
 			ev.QueueMode, ev.Challenge, inc.SeqCap, inc.AdmitCap, grants)
 		t.Run(name, func(t *testing.T) {
@@ -109,9 +121,14 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 					Device: j.dev, Proven: j.proven == "1"})...)
 			}
 			batch := mustSplit(t, splitJoin, len(joins), scriptJoin.Run(ctx, rdb, scriptJoin.keysOf(ids[0]), args...))
+			allNew := true
 			for i, j := range joins {
 				want := fmt.Sprint(mustJoinOne(t, rdb, one, ids[1], now, j))
 				got := batch[i]
+				allNew = allNew && got[0] == "NEW" && got[1] == "WAITING" && got[7] == ""
+				if short && i == len(joins)-1 && allNew {
+					shortest++
+				}
 				answers[got[0].(string)]++
 				if !grants && ev.QueueMode == ModeFIFO && got[0] == "NEW" && got[1] == "WAITING" {
 					plain++
@@ -145,6 +162,9 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 				}
 			}
 		})
+	}
+	if shortest == 0 {
+		t.Error("no batch of plain joins of distinct users all put in line: the trials miss join.lua's shortest way")
 	}
 	if plain == 0 {
 		t.Error("no plain new join on a fifo event without grants: the trials miss join.lua's short way")

@@ -73,10 +73,20 @@ type luaScript struct {
 	keys []int
 }
 
+// libMarker is a body's line after which its prelude defines the helpers
+// only the rest of it uses: a script whose common case returns before the
+// line never makes them (Redis runs a script's whole prelude at every call).
+const libMarker = "--@lib\n"
+
 // script builds the script of body, run after its prelude.
 func script(body string) *luaScript {
-	pre, keys := prelude(body)
-	return &luaScript{Script: redis.NewScript(pre + body), keys: keys}
+	head, tail, split := strings.Cut(body, libMarker)
+	pre, keys := prelude(head)
+	if !split {
+		return &luaScript{Script: redis.NewScript(pre + body), keys: keys}
+	}
+	have := libUses(head)
+	return &luaScript{Script: redis.NewScript(pre + head + libHelpersFor(libUses(tail), have) + tail), keys: keys}
 }
 
 // prelude is what runs before a script body: one line that binds each key
@@ -130,6 +140,12 @@ func splitLib(lib string) (string, []libHelper) {
 // prelude at every call, and each helper it defines is a closure made, so
 // a script carries none it does not use.
 func libFor(body string) string {
+	return libHead + libHelpersFor(libUses(body), nil)
+}
+
+// libUses reports, for each of libHelpers, whether code uses it, directly
+// or through other helpers.
+func libUses(code string) []bool {
 	need := make([]bool, len(libHelpers))
 	var walk func(code string)
 	walk = func(code string) {
@@ -140,11 +156,16 @@ func libFor(body string) string {
 			}
 		}
 	}
-	walk(luaCode(body))
+	walk(luaCode(code))
+	return need
+}
+
+// libHelpersFor is the source of the helpers need names and have does not
+// (have may be nil), in their order.
+func libHelpersFor(need, have []bool) string {
 	var b strings.Builder
-	b.WriteString(libHead)
 	for i, h := range libHelpers {
-		if need[i] {
+		if need[i] && (have == nil || !have[i]) {
 			b.WriteString(h.src)
 		}
 	}

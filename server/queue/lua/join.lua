@@ -101,6 +101,43 @@ local admitted, rate = tonumber(prog[1]) or 0, tonumber(prog[2]) or 0
 local seq0 = tonumber(redis.call('GET', K_SEQ) or '0')
 local seq = seq0
 local grants = redis.call('EXISTS', K_PG) == 1
+
+-- plain: a join that holds nothing and brings no code, priority request or
+-- device, with its proof when one is asked for, goes in the normal lane at
+-- the back whatever else: the event is open, in fifo mode, grants no
+-- priority by user, and admits nobody on join (not passthrough; capacity
+-- admits only into an empty line). Such a join takes the short way through
+-- the loop below; any other the long one, which answers it alike.
+local plain = not grants and not pass and mode ~= 'c' and mode ~= 'r' and not (opens > 0 and NOW < opens)
+  and not (closes > 0 and NOW >= closes)
+
+-- The shortest way, for a batch of plain joins of distinct users who hold
+-- nothing, into a line whose priority lane is empty (the usual batch): one
+-- run answers them all, and the helpers and closures the loop below needs
+-- are never made (queue.prelude defines lib.lua's helpers at the line
+-- "--@lib", which this way never reaches). It answers and writes exactly
+-- what the loop would.
+if n > 0 and plain and np == 0 and (nw > 0 or not direct) and not (seq_cap and seq + n > seq_cap) then
+  local distinct, add = {}, {}
+  for i = 1, n do
+    local user = users[i]
+    if ext[i] or (pow and not proven[i]) or wsc[i] or asv[i] or distinct[user] then
+      add = nil
+      break
+    end
+    distinct[user] = true
+    add[2 * i - 1], add[2 * i] = seq + i, user
+  end
+  if add then
+    redis.call('ZADD', K_W, unpack(add))
+    redis.call('INCRBY', K_SEQ, n)
+    redis.call('HINCRBY', K_N, 'joined', n)
+    xadd('k', 'joined', 't', argv[1], 'q', seq + 1, 'b', n, 'u', table.concat(users, '\n'))
+    return {n, seq + 1, nw + 1, admitted, rate, batch, interval}
+  end
+end
+--@lib
+
 local live -- active windows running, counted when first needed
 
 -- The batch's writes held back: waiting adds per lane (score, member, ...),
@@ -205,14 +242,6 @@ local function device_busy(user, dev)
   return false
 end
 
--- plain: a join that holds nothing and brings no code, priority request or
--- device, with its proof when one is asked for, goes in the normal lane at
--- the back whatever else: the event is open, in fifo mode, grants no
--- priority by user, and admits nobody on join (not passthrough; capacity
--- admits only into an empty line). Such a join takes the short way below;
--- any other the long one, which answers it alike.
-local plain = not grants and not pass and mode ~= 'c' and mode ~= 'r' and not (opens > 0 and NOW < opens)
-  and not (closes > 0 and NOW >= closes)
 for i = 1, n do
   local user, x = users[i], ext[i]
   local code, force, dev, proof = '', '', '', not pow or proven[i]
