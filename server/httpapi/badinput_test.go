@@ -647,3 +647,37 @@ func TestPrecedence(t *testing.T) {
 	}
 	runBad(t, w, cases)
 }
+
+// TestEventTimesNamedInErrors: a time field that is not an RFC 3339 time is
+// a 400 naming the field, on create and on change, and changes nothing.
+func TestEventTimesNamedInErrors(t *testing.T) {
+	t.Parallel()
+	w := mustWorld(t)
+	f := w.f
+	for _, tc := range []struct {
+		name, method, path, field string
+	}{
+		{"create opens_at", http.MethodPost, events, "opens_at"},
+		{"create closes_at", http.MethodPost, events, "closes_at"},
+		{"create prequeue_opens_at", http.MethodPost, events, "prequeue_opens_at"},
+		{"change closes_at", http.MethodPatch, events + "/ev", "closes_at"},
+		{"change prequeue_opens_at", http.MethodPatch, events + "/ev", "prequeue_opens_at"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := map[string]any{tc.field: "tomorrow at eight"}
+			if tc.method == http.MethodPost {
+				body = map[string]any{"id": "x-" + tc.field, "seats": 1, "capacity": 1, "admit_batch": 1,
+					"admit_interval_ms": 100, "active_ttl_s": 60, "policy": "capacity", tc.field: "tomorrow at eight"}
+			}
+			before := f.MustSnapshot(t, "ev", "ev2")
+			r := f.MustDo(t, tc.method, tc.path, adminH, body)
+			code, msg := r.Err()
+			if r.Status != http.StatusBadRequest || code != "BAD_REQUEST" || !strings.Contains(msg, tc.field) {
+				t.Errorf("%d %s, want 400 BAD_REQUEST naming %s", r.Status, r.Raw, tc.field)
+			}
+			if after := f.MustSnapshot(t, "ev", "ev2"); after != before {
+				t.Errorf("state changed by a refused call:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}

@@ -78,22 +78,38 @@ func (s *Server) getEvent(c *gin.Context) {
 
 // eventFields are the settable fields of an event; nil means not given.
 type eventFields struct {
-	ID              *string    `json:"id"`
-	Name            *string    `json:"name"`
-	Seats           *int       `json:"seats"`
-	Capacity        *int       `json:"capacity"`
-	AdmitBatch      *int       `json:"admit_batch"`
-	AdmitIntervalMS *int       `json:"admit_interval_ms"`
-	ActiveTTLS      *int       `json:"active_ttl_s"`
-	Policy          *string    `json:"policy"`
-	MaxTPS          *int       `json:"max_tps"`
-	PriorityShare   *float64   `json:"priority_share"`
-	OpensAt         *time.Time `json:"opens_at"`
-	ClosesAt        *time.Time `json:"closes_at"`
-	QueueMode       *string    `json:"queue_mode"`
-	PrequeueOpensAt *time.Time `json:"prequeue_opens_at"`
-	Challenge       *string    `json:"challenge"`
-	PowBits         *int       `json:"pow_bits"`
+	ID              *string  `json:"id"`
+	Name            *string  `json:"name"`
+	Seats           *int     `json:"seats"`
+	Capacity        *int     `json:"capacity"`
+	AdmitBatch      *int     `json:"admit_batch"`
+	AdmitIntervalMS *int     `json:"admit_interval_ms"`
+	ActiveTTLS      *int     `json:"active_ttl_s"`
+	Policy          *string  `json:"policy"`
+	MaxTPS          *int     `json:"max_tps"`
+	PriorityShare   *float64 `json:"priority_share"`
+	OpensAt         *string  `json:"opens_at"`
+	ClosesAt        *string  `json:"closes_at"`
+	QueueMode       *string  `json:"queue_mode"`
+	PrequeueOpensAt *string  `json:"prequeue_opens_at"`
+	Challenge       *string  `json:"challenge"`
+	PowBits         *int     `json:"pow_bits"`
+
+	// The times above, parsed by times.
+	opensAt, closesAt, prequeueOpensAt *time.Time
+}
+
+// times parses the time fields given, so a malformed one is a 400 naming it.
+func (f *eventFields) times() error {
+	var err error
+	if f.opensAt, err = rfc3339("opens_at", f.OpensAt); err != nil {
+		return err
+	}
+	if f.closesAt, err = rfc3339("closes_at", f.ClosesAt); err != nil {
+		return err
+	}
+	f.prequeueOpensAt, err = rfc3339("prequeue_opens_at", f.PrequeueOpensAt)
+	return err
 }
 
 func set[T any](dst *T, v *T) {
@@ -102,7 +118,7 @@ func set[T any](dst *T, v *T) {
 	}
 }
 
-// apply copies the given mutable fields onto ev.
+// apply copies the given mutable fields onto ev (times parsed).
 func (f eventFields) apply(ev *queue.Event) {
 	set(&ev.Capacity, f.Capacity)
 	set(&ev.AdmitBatch, f.AdmitBatch)
@@ -113,16 +129,14 @@ func (f eventFields) apply(ev *queue.Event) {
 	if f.Policy != nil {
 		ev.Policy = queue.Policy(*f.Policy)
 	}
-	if f.ClosesAt != nil {
-		t := f.ClosesAt.UTC()
-		ev.ClosesAt = &t
+	if f.closesAt != nil {
+		ev.ClosesAt = f.closesAt
 	}
 	if f.QueueMode != nil {
 		ev.QueueMode = queue.QueueMode(*f.QueueMode)
 	}
-	if f.PrequeueOpensAt != nil {
-		t := f.PrequeueOpensAt.UTC()
-		ev.PrequeueOpensAt = &t
+	if f.prequeueOpensAt != nil {
+		ev.PrequeueOpensAt = f.prequeueOpensAt
 	}
 	if f.Challenge != nil {
 		ev.Challenge = queue.Challenge(*f.Challenge)
@@ -133,6 +147,10 @@ func (f eventFields) apply(ev *queue.Event) {
 func (s *Server) createEvent(c *gin.Context) {
 	var f eventFields
 	if err := decode(c, &f); err != nil {
+		s.fail(c, err)
+		return
+	}
+	if err := f.times(); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -147,10 +165,7 @@ func (s *Server) createEvent(c *gin.Context) {
 	}
 	ev := queue.Event{ID: *f.ID, Seats: *f.Seats, PriorityShare: queue.DefaultPriorityShare}
 	set(&ev.Name, f.Name)
-	if f.OpensAt != nil {
-		t := f.OpensAt.UTC()
-		ev.OpensAt = &t
-	}
+	ev.OpensAt = f.opensAt
 	f.apply(&ev)
 	ev, err := s.Catalog.Create(c.Request.Context(), ev)
 	if err != nil {
@@ -171,14 +186,18 @@ func (s *Server) patchEvent(c *gin.Context) {
 			"closes_at, queue_mode, prequeue_opens_at, challenge and pow_bits can change"))
 		return
 	}
+	if err := f.times(); err != nil {
+		s.fail(c, err)
+		return
+	}
 	// A value no event could take is a 400 even for an unknown event (400
 	// outranks 404): check the change on the most permissive valid event,
 	// one that opens as early as the change allows.
 	probe := queue.Event{ID: "probe", Seats: 1, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 50, ActiveTTLS: 1,
 		Policy: queue.PolicyCapacity, MaxTPS: 1, OpensAt: &time.Time{}, QueueMode: queue.ModeFIFO,
 		Challenge: queue.ChallengeNone, PowBits: queue.MinPowBits}
-	if f.PrequeueOpensAt != nil {
-		probe.OpensAt = f.PrequeueOpensAt
+	if f.prequeueOpensAt != nil {
+		probe.OpensAt = f.prequeueOpensAt
 	}
 	if f.PowBits != nil {
 		probe.Challenge = queue.ChallengePow // pow_bits alone is checked as well
