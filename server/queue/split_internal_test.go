@@ -6,19 +6,37 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rushline/rushline/server/redisproc/redistest"
 )
 
-// TestLookupArgUnpacksInRedis sends lookupArg's msgpack through Redis's own
-// cmsgpack, as verify.lua reads it: every length class of user id and every
-// width of seq comes back as it went, one lookup after the other.
+// TestLookupArgUnpacksInRedis sends lookupArg's msgpack through
+// unpack_lookups as verify.lua reads it, on Redis (its cmsgpack) and on
+// miniredis (the Lua reader, as make run's embedded store has no cmsgpack):
+// every length class of user id and every width of seq comes back as it
+// went, one lookup after the other.
 func TestLookupArgUnpacksInRedis(t *testing.T) {
-	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
-	echo := redis.NewScript(`local a = {cmsgpack.unpack(ARGV[1])}
+	for _, store := range []struct {
+		name string
+		rdb  redis.UniversalClient
+	}{
+		{"redis-server", redistest.MustClient(t, redistest.MustStart(t).Addr())},
+		{"miniredis", redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})},
+	} {
+		t.Run(store.name, func(t *testing.T) { mustUnpackLookups(t, store.rdb) })
+	}
+}
+
+func mustUnpackLookups(t *testing.T, rdb redis.UniversalClient) {
+	echo := script(`-- KEYS: cfg
+local a = unpack_lookups(ARGV[3])
 for i = 2, #a, 2 do a[i] = string.format('%.0f', a[i]) end
 return a`)
+	run := func(arg []byte) ([]string, error) {
+		return echo.Run(context.Background(), rdb, echo.keysOf("e"), int64(0), int64(0), arg).StringSlice()
+	}
 	cases := []struct {
 		name string
 		user string
@@ -35,7 +53,7 @@ return a`)
 	var want []string
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := echo.Run(context.Background(), rdb, nil, lookupArg(tc.user, tc.seq)).StringSlice()
+			got, err := run(lookupArg(tc.user, tc.seq))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +64,7 @@ return a`)
 		all = append(all, lookupArg(tc.user, tc.seq)...)
 		want = append(want, tc.user, fmt.Sprint(tc.seq))
 	}
-	got, err := echo.Run(context.Background(), rdb, nil, all).StringSlice()
+	got, err := run(all)
 	if err != nil {
 		t.Fatal(err)
 	}

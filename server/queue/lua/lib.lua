@@ -157,6 +157,38 @@ local function read_split_cfg()
   return tonumber(b) or 0, tonumber(p) or 0, tonumber(i) or 0
 end
 
+-- unpack_lookups returns verify.lua's lookups as one table, user id then
+-- seq (a number) for each, from the msgpack queue.lookupArg writes:
+-- cmsgpack reads it where Redis has it; miniredis (the embedded store of
+-- make run) has none, so the few forms lookupArg writes are read here.
+local function unpack_lookups(s)
+  local mp = rawget(_G, 'cmsgpack')
+  if mp then return {mp.unpack(s)} end
+  local a, i, n, byte = {}, 1, #s, string.byte
+  while i <= n do
+    local b, len = byte(s, i), 0
+    if b >= 0xa0 and b <= 0xbf then
+      len, i = b - 0xa0, i + 1
+    elseif b == 0xd9 then
+      len, i = byte(s, i + 1), i + 2
+    else
+      len, i = byte(s, i + 1) * 256 + byte(s, i + 2), i + 3
+    end
+    a[#a + 1] = string.sub(s, i, i + len - 1)
+    i = i + len
+    b = byte(s, i)
+    local v, w = b, 0
+    if b == 0xce then w = 4 elseif b == 0xcf then w = 8 end
+    if w > 0 then
+      v = 0
+      for k = 1, w do v = v * 256 + byte(s, i + k) end
+    end
+    a[#a + 1] = v
+    i = i + 1 + w
+  end
+  return a
+end
+
 -- unbind frees the device user held, if any.
 local function unbind(user)
   local dev = redis.call('HGET', K_DV, 'u:' .. user)
