@@ -11,7 +11,8 @@ import (
 // The press drill: press a button at an exact second of the server's clock.
 // The page measures how far off the press was on the server's clock (offset
 // and round trip over several samples, as the countdown does); the server
-// keeps every press and ranks it against other people's.
+// keeps each person's last MaxPressesKept presses and ranks a press against
+// other people's.
 const (
 	// MaxPressOffset bounds a press's offset either side of its target.
 	MaxPressOffset = 5 * time.Second
@@ -21,6 +22,10 @@ const (
 	// pressLag is how much later than the server's clock allows a press
 	// may say it was: its clock sync's error.
 	pressLag = time.Second
+	// MaxPressesKept is how many of a person's presses are kept, the most
+	// recent: one person pressing all day weighs no more than that in
+	// everyone else's rank, and the table stays bounded.
+	MaxPressesKept = 100
 )
 
 // Press is one press drill result.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/rushline/rushline/server/steps"
 )
 
@@ -25,11 +27,32 @@ type PressRow struct {
 // TableName implements gorm's schema.Tabler.
 func (PressRow) TableName() string { return "press_drills" }
 
-// SavePress stores one press.
+// pressLockKey is the first key of the PostgreSQL advisory locks that make
+// one person's press saves take turns (the second is the user id's hash).
+const pressLockKey = 0x70726573 // "pres"
+
+// SavePress stores one press and drops the person's oldest past
+// steps.MaxPressesKept, in one transaction: the table holds at most that
+// many presses a person, however often they press.
 func (s *Store) SavePress(ctx context.Context, p steps.Press) error {
 	off := p.Offset.Milliseconds()
 	row := PressRow{UserID: p.UserID, Target: utc(p.Target), OffsetMS: off, AbsMS: max(off, -off), CreatedAt: utc(p.At)}
-	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// One person's saves take turns (SQLite's writes always do), so
+		// two at once cannot each keep the other's press past the cap.
+		if s.dialect == DialectPostgres {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?, hashtext(?))", pressLockKey, p.UserID).Error; err != nil {
+				return err
+			}
+		}
+		if err := tx.Create(&row).Error; err != nil {
+			return err
+		}
+		keep := tx.Model(&PressRow{}).Select("id").Where("user_id = ?", p.UserID).
+			Order("id DESC").Limit(steps.MaxPressesKept)
+		return tx.Where("user_id = ? AND id NOT IN (?)", p.UserID, keep).Delete(&PressRow{}).Error
+	})
+	if err != nil {
 		return unavailable("save press", err)
 	}
 	return nil
