@@ -25,16 +25,23 @@ var (
 	valZero                       any = int64(0)
 )
 
+// cutShared splits a reply into its answers and the n values that end it.
+func cutShared(what string, reply []any, n int) (items, shared []any, err error) {
+	if len(reply) < n {
+		return nil, nil, fmt.Errorf("queue: %s reply of %d values", what, len(reply))
+	}
+	return reply[:len(reply)-n], reply[len(reply)-n:], nil
+}
+
 // splitJoin cuts join.lua's reply: a run item {k, seq, place, admitted}
 // answers k new joins put in the normal lane one after the other (seq and
 // place, which is also the line's length, one more for each); any other
 // answer is joinWidth values, led by a string.
 func splitJoin(reply []any, into [][]any) error {
-	if len(reply) < joinShared {
-		return fmt.Errorf("queue: join reply of %d values", len(reply))
+	items, shared, err := cutShared("join", reply, joinShared)
+	if err != nil {
+		return err
 	}
-	shared := reply[len(reply)-joinShared:]
-	items := reply[:len(reply)-joinShared]
 	i := 0
 	for len(items) > 0 {
 		if k, ok := items[0].(int64); ok {
@@ -68,11 +75,10 @@ func splitJoin(reply []any, into [][]any) error {
 // attempt waiting in the normal lane; any other answer is verifyWidth
 // values, led by its status.
 func splitVerify(reply []any, into [][]any) error {
-	if len(reply) < verifyShared {
-		return fmt.Errorf("queue: status reply of %d values", len(reply))
+	items, shared, err := cutShared("status", reply, verifyShared)
+	if err != nil {
+		return err
 	}
-	shared := reply[len(reply)-verifyShared:]
-	items := reply[:len(reply)-verifyShared]
 	i := 0
 	for len(items) > 0 && i < len(into) {
 		if _, ok := items[0].(int64); ok {
