@@ -809,7 +809,7 @@ async function showWait(g) {
   let u = null;
   if (chartsReady()) {
     u = chart($('w-chart'), [{ label: t('w.waiting'), spanGaps: true }, { label: t('w.place'), spanGaps: true }],
-      series, { height: 220, xLabel: 'seconds in line', yLabel: 'people' });
+      series, { height: 220, xLabel: t('chart.inline'), yLabel: t('chart.people') });
   }
 
   const render = () => {
