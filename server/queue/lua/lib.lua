@@ -353,3 +353,54 @@ local function hold_lease(replica, ms)
 end
 
 
+
+-- decimals appends to t the decimal strings of the n integers from first
+-- on (first >= 0), each after prefix, and returns t. Lua formats a number
+-- joined to a string, and redis.call a number passed as an argument, with
+-- a floating-point printf of thousands of instructions; numbers in a row
+-- share all digits but the last within each ten, so this formats one
+-- integer per ten, with the cheaper integer printf.
+local function decimals(t, prefix, first, n)
+  local digits = {'0', '1', '2', '3', '4', '5', '6', '7', '8', '9'}
+  local at, v, last = #t, first, #t + n
+  while at < last do
+    local tens, d = math.floor(v / 10), v % 10
+    local head = prefix
+    if tens > 0 then
+      head = prefix .. string.format('%d', tens)
+    end
+    while d < 10 and at < last do
+      at, d = at + 1, d + 1
+      t[at] = head .. digits[d]
+    end
+    v = (tens + 1) * 10
+  end
+  return t
+end
+
+-- batch_add_named is batch_add with the record's field name given: the
+-- decimal string of its place in e (e.n + 1), e.g. from decimals, so that
+-- no number goes to redis.call.
+local function batch_add_named(e, name, seq, lane, user)
+  local f = e.f
+  e.n = e.n + 1
+  if lane ~= 'p' then lane = '-' end
+  f[#f + 1] = name
+  f[#f + 1] = seq .. ' ' .. lane .. ' ' .. user
+end
+
+-- retire_attempt is retire for user's active attempt already read: seq
+-- (its string) and lane ('p' or ''); t is now, a string. It reads nothing
+-- retire has been told and formats no number.
+local function retire_attempt(user, seq, lane, t, letter, kind, ...)
+  redis.call('ZREM', K_A, user)
+  redis.call('HDEL', K_AS, user)
+  unbind(user)
+  release_hold(user)
+  redis.call('HSET', K_F, seq, letter)
+  redis.call('HINCRBY', K_N, kind, '1')
+  if lane == 'p' then
+    return xadd('k', kind, 'q', seq, 'u', user, 't', t, 'l', 'p', ...)
+  end
+  return xadd('k', kind, 'q', seq, 'u', user, 't', t, ...)
+end
