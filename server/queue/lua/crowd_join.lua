@@ -38,14 +38,10 @@ if cap and tonumber(redis.call('GET', K_SEQ) or '0') + n > tonumber(cap) then
   return {'UNAVAILABLE'}
 end
 local first = redis.call('INCRBY', K_SEQ, ARGV[5]) - n + 1
--- Scores and members as strings (decimals), n as given: redis.call
+-- Scores and members as strings (decimal_pairs), n as given: redis.call
 -- formats no number per user.
-local seqs, users, args = decimals({}, '', first, n), decimals({}, prefix, cursor, n), {'NX'}
-for i = 1, n do
-  args[2 * i], args[2 * i + 1] = seqs[i], users[i]
-end
 -- NX: a user already in line (a simulator bot that took a crowd id) keeps its place.
-redis.call('ZADD', K_W, unpack(args))
+redis.call('ZADD', K_W, unpack(decimal_pairs({'NX'}, '', first, prefix, cursor, n)))
 redis.call('HINCRBY', K_N, 'joined', ARGV[5])
 redis.call('HSET', K_CROWD, 'cursor', cursor + n)
 return {'OK', cursor + n, first}

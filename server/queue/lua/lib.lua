@@ -404,3 +404,33 @@ local function retire_attempt(user, seq, lane, t, letter, kind, ...)
   end
   return xadd('k', kind, 'q', seq, 'u', user, 't', t, ...)
 end
+
+-- decimal_pairs appends to t, for i = 0 .. n - 1, the decimal strings of
+-- a + i after pa and of b + i after pb (a, b >= 0), and returns t:
+-- decimals for two runs side by side (a ZADD's scores and members), in one
+-- pass that builds no table per run.
+local function decimal_pairs(t, pa, a, pb, b, n)
+  local digits = {'0', '1', '2', '3', '4', '5', '6', '7', '8', '9'}
+  local ta, da, tb, db = math.floor(a / 10), a % 10 + 1, math.floor(b / 10), b % 10 + 1
+  local ha, hb = pa, pb
+  if ta > 0 then ha = pa .. string.format('%d', ta) end
+  if tb > 0 then hb = pb .. string.format('%d', tb) end
+  local at = #t
+  for _ = 1, n do
+    t[at + 1], t[at + 2] = ha .. digits[da], hb .. digits[db]
+    at = at + 2
+    if da == 10 then
+      ta, da = ta + 1, 1
+      ha = pa .. string.format('%d', ta)
+    else
+      da = da + 1
+    end
+    if db == 10 then
+      tb, db = tb + 1, 1
+      hb = pb .. string.format('%d', tb)
+    else
+      db = db + 1
+    end
+  end
+  return t
+end
