@@ -24,11 +24,18 @@ const (
 	// seatTries is how many seats a virtual user tries in one go when the
 	// ones it picks turn out taken.
 	seatTries = 8
+	// readEvery is how often the player reads the event's records (or
+	// its flush, when sooner): its own orders it knows at once, a buyer
+	// admitted waits its think time (seconds) from its admission's record,
+	// and a person's end is written within readEvery + promptFlush. Each
+	// read is a Redis round trip: every step's read was a third of a
+	// drop's commands.
+	readEvery = 25 * time.Millisecond
 	// promptFlush is how soon the player writes the results after a
 	// person's attempt ends (a seat, a window run out, a leave, the seats
 	// gone), and after any change in a solo race, whose one person asks for
 	// their result (server/practice), when that is sooner than its flush.
-	promptFlush = 50 * time.Millisecond
+	promptFlush = 25 * time.Millisecond
 )
 
 // errLostLease stops a player whose lease another replica holds now.
@@ -87,7 +94,7 @@ type player struct {
 	seats   *seatMap
 	people  map[string]*person
 	// times counts the step times of the virtual users that bought, by
-	// histogram field, until they are added to Redis.
+	// histogram field, until the next save adds them to Redis.
 	times   map[string]int64
 	soldOut bool
 	paused  bool
@@ -97,6 +104,7 @@ type player struct {
 	soldOutSaved bool
 	flushed      time.Time
 	renewed      time.Time
+	readAt       time.Time
 }
 
 func (s *Service) newPlayer(d Drop) *player {
@@ -201,14 +209,13 @@ func (p *player) step(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := p.read(ctx, maxReadsPerStep); err != nil {
-		return err
+	if time.Since(p.readAt) >= min(readEvery, s.flush) {
+		if err := p.read(ctx, maxReadsPerStep); err != nil {
+			return err
+		}
+		p.readAt = time.Now()
 	}
-	err := p.buy(ctx, now)
-	if ferr := p.countTimes(ctx); err == nil {
-		err = ferr
-	}
-	if err != nil {
+	if err := p.buy(ctx, now); err != nil {
 		return err
 	}
 	if p.soldOut && !p.paused {
@@ -403,7 +410,8 @@ func (p *player) admitted(user string, seq int64, at time.Time) {
 }
 
 // countTimes adds the step times of the virtual users that bought since
-// the last call to the drop's histograms in Redis.
+// the last call to the drop's histograms in Redis: once a save, in one
+// round trip, rather than once a step with a purchase.
 func (p *player) countTimes(ctx context.Context) error {
 	if len(p.times) == 0 {
 		return nil
@@ -471,10 +479,13 @@ func (p *player) order(ctx context.Context, b buyer) error {
 	return nil
 }
 
-// save writes the crowd's new joins and the changed results, then the
-// checkpoint they reach: a player resumed from the checkpoint redoes what
-// it must and no more.
+// save adds the crowd's step times, writes the crowd's new joins and the
+// changed results, then the checkpoint they reach: a player resumed from
+// the checkpoint redoes what it must and no more.
 func (p *player) save(ctx context.Context) error {
+	if err := p.countTimes(ctx); err != nil {
+		return err
+	}
 	if err := p.s.store.SaveCrowdChunks(ctx, p.chunks); err != nil {
 		return err
 	}
@@ -582,9 +593,6 @@ func (p *player) finish(ctx context.Context, now time.Time) error {
 		Joined: joins.Seq, CrowdJoined: p.cursor, CrowdSold: crowdSold}
 	n := int(p.cursor)
 	f.CrowdP50, f.CrowdP90, f.CrowdP99 = p.plan.ReactionQuantile(n, 0.5), p.plan.ReactionQuantile(n, 0.9), p.plan.ReactionQuantile(n, 0.99)
-	if err := p.countTimes(ctx); err != nil {
-		return err
-	}
 	if f.CrowdSteps, err = s.crowdSteps(ctx, p.d); err != nil {
 		return err
 	}

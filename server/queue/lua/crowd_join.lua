@@ -17,7 +17,8 @@
 -- Unlike join.lua it writes no record per user: the crowd's joins are the
 -- cursor; their admissions and orders are recorded as everyone's.
 local K_CROWD, K_CLEASE = KEYS[#KEYS - 1], KEYS[#KEYS]
-local opens = redis.call('HGET', K_CFG, 'opens')
+local cfg = redis.call('HMGET', K_CFG, 'opens', 'seq_cap')
+local opens, cap = cfg[1], cfg[2]
 if not opens then
   return {'EVENT_NOT_FOUND'}
 end
@@ -33,18 +34,14 @@ if cursor ~= tonumber(ARGV[4]) then
   return {'MOVED', cursor}
 end
 local n, prefix = tonumber(ARGV[5]), ARGV[6]
-local cap = redis.call('HGET', K_CFG, 'seq_cap')
 if cap and tonumber(redis.call('GET', K_SEQ) or '0') + n > tonumber(cap) then
   return {'UNAVAILABLE'}
 end
-local first = redis.call('INCRBY', K_SEQ, n) - n + 1
-local args = {}
-for i = 0, n - 1 do
-  args[2 * i + 1] = first + i
-  args[2 * i + 2] = prefix .. (cursor + i)
-end
+local first = redis.call('INCRBY', K_SEQ, ARGV[5]) - n + 1
+-- Scores and members as strings (decimal_pairs), n as given: redis.call
+-- formats no number per user.
 -- NX: a user already in line (a simulator bot that took a crowd id) keeps its place.
-redis.call('ZADD', K_W, 'NX', unpack(args))
-redis.call('HINCRBY', K_N, 'joined', n)
+redis.call('ZADD', K_W, unpack(decimal_pairs({'NX'}, '', first, prefix, cursor, n)))
+redis.call('HINCRBY', K_N, 'joined', ARGV[5])
 redis.call('HSET', K_CROWD, 'cursor', cursor + n)
 return {'OK', cursor + n, first}

@@ -15,7 +15,8 @@ end
 if not hold_lease(ARGV[3], ARGV[4]) then
   return {'FOLLOWER', redis.call('PTTL', K_LEASE)}
 end
-local due = redis.call('ZRANGEBYSCORE', K_A, '-inf', NOW, 'LIMIT', 0, tonumber(ARGV[5]))
+-- ARGV as given and string literals: redis.call formats no number.
+local due = redis.call('ZRANGEBYSCORE', K_A, '-inf', ARGV[1], 'LIMIT', '0', ARGV[5])
 if #due > 0 then
   local vals = redis.call('HMGET', K_AS, unpack(due))
   redis.call('ZREM', K_A, unpack(due))
@@ -30,7 +31,7 @@ if #due > 0 then
       release_hold(user)
     end
   end
-  local fin, e = {}, new_batch('expired')
+  local fin, e, names = {}, new_batch('expired'), decimals({}, '', 1, #due)
   for i, user in ipairs(due) do
     local v = vals[i]
     if v then
@@ -39,7 +40,7 @@ if #due > 0 then
       if string.sub(v, -2) == '|p' then lane = 'p' end
       fin[#fin + 1] = seq
       fin[#fin + 1] = 'E'
-      batch_add(e, seq, lane, user)
+      batch_add_named(e, names[e.n + 1], seq, lane, user)
     end
   end
   if e.n > 0 then

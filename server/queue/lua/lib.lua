@@ -353,3 +353,84 @@ local function hold_lease(replica, ms)
 end
 
 
+
+-- decimals appends to t the decimal strings of the n integers from first
+-- on (first >= 0), each after prefix, and returns t. Lua formats a number
+-- joined to a string, and redis.call a number passed as an argument, with
+-- a floating-point printf of thousands of instructions; numbers in a row
+-- share all digits but the last within each ten, so this formats one
+-- integer per ten, with the cheaper integer printf.
+local function decimals(t, prefix, first, n)
+  local digits = {'0', '1', '2', '3', '4', '5', '6', '7', '8', '9'}
+  local at, v, last = #t, first, #t + n
+  while at < last do
+    local tens, d = math.floor(v / 10), v % 10
+    local head = prefix
+    if tens > 0 then
+      head = prefix .. string.format('%d', tens)
+    end
+    while d < 10 and at < last do
+      at, d = at + 1, d + 1
+      t[at] = head .. digits[d]
+    end
+    v = (tens + 1) * 10
+  end
+  return t
+end
+
+-- batch_add_named is batch_add with the record's field name given: the
+-- decimal string of its place in e (e.n + 1), e.g. from decimals, so that
+-- no number goes to redis.call.
+local function batch_add_named(e, name, seq, lane, user)
+  local f = e.f
+  e.n = e.n + 1
+  if lane ~= 'p' then lane = '-' end
+  f[#f + 1] = name
+  f[#f + 1] = seq .. ' ' .. lane .. ' ' .. user
+end
+
+-- retire_attempt is retire for user's active attempt already read: seq
+-- (its string) and lane ('p' or ''); t is now, a string. It reads nothing
+-- retire has been told and formats no number.
+local function retire_attempt(user, seq, lane, t, letter, kind, ...)
+  redis.call('ZREM', K_A, user)
+  redis.call('HDEL', K_AS, user)
+  unbind(user)
+  release_hold(user)
+  redis.call('HSET', K_F, seq, letter)
+  redis.call('HINCRBY', K_N, kind, '1')
+  if lane == 'p' then
+    return xadd('k', kind, 'q', seq, 'u', user, 't', t, 'l', 'p', ...)
+  end
+  return xadd('k', kind, 'q', seq, 'u', user, 't', t, ...)
+end
+
+-- decimal_pairs appends to t, for i = 0 .. n - 1, the decimal strings of
+-- a + i after pa and of b + i after pb (a, b >= 0), and returns t:
+-- decimals for two runs side by side (a ZADD's scores and members), in one
+-- pass that builds no table per run.
+local function decimal_pairs(t, pa, a, pb, b, n)
+  local digits = {'0', '1', '2', '3', '4', '5', '6', '7', '8', '9'}
+  local ta, da, tb, db = math.floor(a / 10), a % 10 + 1, math.floor(b / 10), b % 10 + 1
+  local ha, hb = pa, pb
+  if ta > 0 then ha = pa .. string.format('%d', ta) end
+  if tb > 0 then hb = pb .. string.format('%d', tb) end
+  local at = #t
+  for _ = 1, n do
+    t[at + 1], t[at + 2] = ha .. digits[da], hb .. digits[db]
+    at = at + 2
+    if da == 10 then
+      ta, da = ta + 1, 1
+      ha = pa .. string.format('%d', ta)
+    else
+      da = da + 1
+    end
+    if db == 10 then
+      tb, db = tb + 1, 1
+      hb = pb .. string.format('%d', tb)
+    else
+      db = db + 1
+    end
+  end
+  return t
+end

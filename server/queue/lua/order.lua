@@ -9,13 +9,23 @@ if not cfg[1] then
   return {'EVENT_NOT_FOUND'}
 end
 local user, seq, seat, oid = ARGV[3], tonumber(ARGV[4]), ARGV[6], ARGV[7]
-local st, refused = owned(user, seq, ARGV[5])
-if not st then
-  return refused
+-- An order almost always comes from its caller's live active attempt: that
+-- is read at once (two reads), with its seq string and lane for the
+-- records. Anything else takes owned's full lookup, which reads the same
+-- and so finds no ACTIVE attempt either, for its refusal.
+local v
+if ARGV[5] == '1' then
+  v = redis.call('HGET', K_AS, user)
 end
-if st ~= 'ACTIVE' then
+if not (v and parse_attempt(v) == seq and (tonumber(redis.call('ZSCORE', K_A, user)) or 0) > NOW) then
+  local st, refused = owned(user, seq, ARGV[5])
+  if not st then
+    return refused
+  end
   return {'NOT_ACTIVE', st}
 end
+local sseq, lane = string.match(v, '^[^|]*'), ''
+if string.sub(v, -2) == '|p' then lane = 'p' end
 if redis.call('HLEN', K_ST) >= tonumber(cfg[1]) then
   return {'SOLD_OUT'}
 end
@@ -30,11 +40,11 @@ if hold then
     end
   end
 end
-if redis.call('HSETNX', K_ST, seat, user .. '|' .. seq .. '|' .. oid) == 0 then
+if redis.call('HSETNX', K_ST, seat, user .. '|' .. sseq .. '|' .. oid) == 0 then
   return {'SEAT_TAKEN'}
 end
 if hold then
   redis.call('HDEL', K_HD, seat)
 end
-retire(user, 'D', 'done', 'seat', seat, 'o', oid)
+retire_attempt(user, sseq, lane, ARGV[1], 'D', 'done', 'seat', seat, 'o', oid)
 return {'OK'}

@@ -118,13 +118,16 @@ local function admit_head(key, k, lane)
   local first = redis.call('HINCRBY', K_N, 'admitted', got) - got + 1
   local mid, sfx = '|' .. NOW .. '|', ''
   if lane == 'p' then sfx = '|p' end
-  local za, ha = {}, {}
+  -- Every value as a string, so that no number is formatted per attempt
+  -- (see decimals): the expiry once, admission numbers and field names by ten.
+  local za, ha, xs = {}, {}, string.format('%d', exp)
+  local nos, names = decimals({}, '', first, got), decimals({}, '', 1, got)
   local e = new_batch('admitted', 'x', exp, 'n', first)
   for i = 1, got do
     local user, seq = head[2 * i - 1], head[2 * i]
-    za[2 * i - 1], za[2 * i] = exp, user
-    ha[2 * i - 1], ha[2 * i] = user, seq .. mid .. (first + i - 1) .. sfx
-    batch_add(e, seq, lane, user)
+    za[2 * i - 1], za[2 * i] = xs, user
+    ha[2 * i - 1], ha[2 * i] = user, seq .. mid .. nos[i] .. sfx
+    batch_add_named(e, names[i], seq, lane, user)
   end
   redis.call('ZADD', K_A, unpack(za))
   redis.call('HSET', K_AS, unpack(ha))
