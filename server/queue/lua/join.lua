@@ -118,21 +118,26 @@ local plain = not grants and not pass and mode ~= 'c' and mode ~= 'r' and not (o
 -- "--@lib", which this way never reaches). It answers and writes exactly
 -- what the loop would.
 if n > 0 and plain and np == 0 and (nw > 0 or not direct) and not (seq_cap and seq + n > seq_cap) then
-  local distinct, add = {}, {}
+  local distinct, fast = {}, true
   for i = 1, n do
     local user = users[i]
     if ext[i] or (pow and not proven[i]) or wsc[i] or asv[i] or distinct[user] then
-      add = nil
+      fast = false
       break
     end
     distinct[user] = true
-    add[2 * i - 1], add[2 * i] = seq + i, user
   end
-  if add then
+  if fast then
+    -- The seqs as strings (see decimals): a Lua number given to redis.call
+    -- costs Redis a floating-point printf.
+    local add, ns = decimals({}, '', seq + 1, n), string.format('%d', n)
+    for i = n, 1, -1 do
+      add[2 * i - 1], add[2 * i] = add[i], users[i]
+    end
     redis.call('ZADD', K_W, unpack(add))
-    redis.call('INCRBY', K_SEQ, n)
-    redis.call('HINCRBY', K_N, 'joined', n)
-    xadd('k', 'joined', 't', argv[1], 'q', seq + 1, 'b', n, 'u', table.concat(users, '\n'))
+    redis.call('INCRBY', K_SEQ, ns)
+    redis.call('HINCRBY', K_N, 'joined', ns)
+    xadd('k', 'joined', 't', argv[1], 'q', add[1], 'b', ns, 'u', table.concat(users, '\n'))
     return {n, seq + 1, nw + 1, admitted, rate, batch, interval}
   end
 end
