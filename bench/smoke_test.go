@@ -28,6 +28,7 @@ func TestRunSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("bench smoke test: runs in make test")
 	}
+	t.Parallel() // its own servers and Redis; it asserts no timings
 	bin := t.TempDir()
 	cfg := RunConfig{
 		ServerBin:         MustBuild(t, bin, "rushline-server", "../server"),
