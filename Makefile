@@ -20,7 +20,8 @@ SHORTFLAGS ?= -short -count=1 -timeout 5m -p 3 -parallel 6 $(LINKFLAGS)
 # go test starts packages in the order given: the longest first, so the
 # short ones fill in around them instead of trailing after. simulator/plan
 # stays late: its live validation wants a machine not busy with load tests.
-TESTPKGS  := ./server/app ./web ./bench ./simulator/engine $(PKGS)
+TESTPKGS  := ./server/app ./web ./server/httpapi ./bench ./simulator/engine ./simulator ./server/drop ./server/queue \
+	./server/store ./simulator/report $(PKGS)
 # The short lane's longest packages, first for the same reason.
 SHORTPKGS := ./server/httpapi ./server/queue ./server/drop ./server/app ./server/store ./server/push $(PKGS)
 # pipefail: a test run piped into testsummary fails when go test does.

@@ -15,7 +15,8 @@ import (
 func MustBuild(tb testing.TB, dir, name, pkg string) string {
 	tb.Helper()
 	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	// -s -w: no symbol table or DWARF, which halves the link.
+	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", out, pkg)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
