@@ -118,6 +118,7 @@ func TestDropSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a drop opens at least 10 s after its creation: runs in make test")
 	}
+	t.Parallel() // its own server and Redis; it asserts no timings
 	cfg := DefaultDropConfig()
 	cfg.ServerBin = MustBuild(t, t.TempDir(), "rushline-server", "../server")
 	cfg.Crowd, cfg.People, cfg.Seats, cfg.Spread, cfg.Limit = 5000, 50, 200, 200*time.Millisecond, 3*time.Minute

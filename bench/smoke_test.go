@@ -15,7 +15,8 @@ import (
 func MustBuild(tb testing.TB, dir, name, pkg string) string {
 	tb.Helper()
 	out := filepath.Join(dir, name)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	// -s -w: no symbol table or DWARF, which halves the link.
+	cmd := exec.Command("go", "build", "-ldflags=-s -w", "-o", out, pkg)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		tb.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
@@ -28,6 +29,7 @@ func TestRunSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("bench smoke test: runs in make test")
 	}
+	t.Parallel() // its own servers and Redis; it asserts no timings
 	bin := t.TempDir()
 	cfg := RunConfig{
 		ServerBin:         MustBuild(t, bin, "rushline-server", "../server"),

@@ -95,6 +95,40 @@ func MustCall(tb testing.TB, method, url string, hdr map[string]string, body, ou
 	}
 }
 
+// browserSlots bounds the browser tests that run at once. They mostly wait
+// on the clock (countdowns, admission ticks, a bot crowd), so in parallel
+// they overlap those waits: one after another they took 406 s of make
+// test's wall time for 63 CPU-s. Three at a time keeps the pages' own
+// timing (100 ms polls, countdowns) clear of a machine busy with six
+// Chromiums.
+var browserSlots = make(chan struct{}, 3)
+
+// browserAlone is held for reading by every browser test in parallel, and
+// for writing by one that must run with no other browser test.
+var browserAlone sync.RWMutex
+
+// parallelBrowser runs t in parallel with the other browser tests, at most
+// cap(browserSlots) at once, holding its slot until t's cleanups are done.
+func parallelBrowser(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	browserAlone.RLock()
+	browserSlots <- struct{}{}
+	t.Cleanup(func() { <-browserSlots; browserAlone.RUnlock() })
+}
+
+// aloneBrowser runs t in parallel with the package's other tests but with
+// no other browser test: for a page timing the test cannot set (the 500 ms
+// double-click guard runs from the page's screen change to a click the
+// page itself sends, and two other tests' Chromiums and servers on two
+// cores stretched that past the guard).
+func aloneBrowser(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+	browserAlone.Lock()
+	t.Cleanup(browserAlone.Unlock)
+}
+
 // browser is a headless Chromium tab that records the page's JavaScript
 // exceptions, console errors and Content-Security-Policy violations.
 type browser struct {
@@ -275,6 +309,7 @@ func TestDashboardCreatesAndPausesEvent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	srv, base := MustStartServer(t)
 	b := MustBrowser(t, 90*time.Second, 1280, 900)
 
@@ -424,6 +459,7 @@ func TestPracticeRace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	sc, err := scenario.Load("testdata/browser-race.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -580,6 +616,7 @@ func TestWaitingRoomJoinsAndBuys(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	srv, base := MustStartServer(t)
 	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
 	MustCall(t, "POST", base+"/api/v1/admin/events", admin, map[string]any{

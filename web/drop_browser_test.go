@@ -43,6 +43,7 @@ func TestPracticeDrop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a drop opens at least 10 s after it is made")
 	}
+	parallelBrowser(t)
 	srv, base := MustDropServer(t)
 	var d struct {
 		ID      string    `json:"id"`

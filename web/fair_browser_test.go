@@ -17,6 +17,7 @@ func TestPageSolvesChallengeAndWaitsForDraw(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	srv, base := MustStartServer(t)
 	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
 	opens := time.Now().Add(12 * time.Second).UTC().Truncate(time.Second)
@@ -77,6 +78,7 @@ func TestDashboardSteersFairness(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	srv, base := MustStartServer(t)
 	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
 	MustCall(t, "POST", base+"/api/v1/admin/events", admin, map[string]any{

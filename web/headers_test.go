@@ -14,6 +14,7 @@ import (
 // Content-Security-Policy, no framing, no MIME sniffing and no Referer; API
 // answers are not sniffed either.
 func TestPagesCarrySecurityHeaders(t *testing.T) {
+	t.Parallel()
 	_, base := MustStartServer(t)
 	page := map[string]string{
 		"Content-Security-Policy": "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
@@ -55,6 +56,7 @@ func TestPagesCarrySecurityHeaders(t *testing.T) {
 // reports) an inline style, so a page that needs inline code fails the
 // browser tests instead of breaking silently.
 func TestBrowserEnforcesThePolicy(t *testing.T) {
+	parallelBrowser(t)
 	_, base := MustStartServer(t)
 	b := MustBrowser(t, 60*time.Second, 1280, 900)
 	b.MustRun(t, "opening the practice page",

@@ -149,6 +149,7 @@ func TestWaitingRoomSpeaksKoreanAndEnglish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	srv, base := MustStartServer(t)
 	MustCall(t, "POST", base+"/api/v1/admin/events", map[string]string{"X-Admin-Key": srv.Keys.Admin}, map[string]any{
 		"id": "spring-2026", "name": "봄 콘서트", "seats": 40, "capacity": 5, "admit_batch": 5,
@@ -210,6 +211,7 @@ func TestDashboardSpeaksKoreanAndEnglish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	srv, base := MustStartServer(t)
 	MustCall(t, "POST", base+"/api/v1/admin/events", map[string]string{"X-Admin-Key": srv.Keys.Admin}, map[string]any{
 		"id": "spring-2026", "name": "봄 콘서트", "seats": 40, "capacity": 5, "admit_batch": 5,
@@ -284,6 +286,7 @@ func TestWaitingRoomPhoneSections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	srv, base := MustStartServer(t)
 	MustCall(t, "POST", base+"/api/v1/admin/events", map[string]string{"X-Admin-Key": srv.Keys.Admin}, map[string]any{
 		"id": "big-2026", "name": "대형 공연장", "seats": 25_001, "capacity": 5, "admit_batch": 5,

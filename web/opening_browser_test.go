@@ -17,6 +17,7 @@ func TestPracticeDropOpenings(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a drop opens at least 10 s after it is made")
 	}
+	parallelBrowser(t)
 	srv, base := MustDropServer(t)
 	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
 	type created struct {

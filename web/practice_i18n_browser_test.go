@@ -16,6 +16,7 @@ func TestPracticeSpeaksKoreanAndEnglish(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a drop opens at least 10 s after it is made")
 	}
+	parallelBrowser(t)
 	srv, base := MustDropServer(t)
 	MustCall(t, "POST", base+"/api/v1/admin/drops", map[string]string{"X-Admin-Key": srv.Keys.Admin}, map[string]any{
 		"scenario": "browser-drop", "level": "easy", "crowd": 40, "seats": 200,

@@ -22,6 +22,7 @@ func TestPracticeResultFillsIn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	sc, err := scenario.Load("testdata/browser-fill.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ func TestWaitingRoomSeatSections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	srv, base := MustStartServer(t)
 	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
 	MustCall(t, "POST", base+"/api/v1/admin/events", admin, map[string]any{
@@ -71,6 +72,7 @@ func TestPracticeSeatSections(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	sc, err := scenario.Load("testdata/browser-sections.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ func TestSoldOutReachesTheLine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a drop opens at least 10 s after it is made")
 	}
+	parallelBrowser(t)
 	sc, err := scenario.Load("testdata/browser-soldout.yaml")
 	if err != nil {
 		t.Fatal(err)

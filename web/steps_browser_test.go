@@ -51,6 +51,7 @@ func TestPracticeSteps(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a drop opens at least 10 s after it is made")
 	}
+	aloneBrowser(t)
 	sc, err := scenario.Load("testdata/browser-steps.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -323,6 +324,7 @@ func TestPracticeDrills(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test: runs in make test")
 	}
+	parallelBrowser(t)
 	rp := redistest.MustStart(t)
 	rdb := redistest.MustClient(t, rp.Addr())
 	_, base := MustStartServerWith(t, func(c *app.Config) { c.RedisURL = "redis://" + rp.Addr() })

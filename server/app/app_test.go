@@ -193,23 +193,29 @@ func TestEndToEnd(t *testing.T) {
 	cases := []struct {
 		name string
 		cfg  func(t *testing.T) app.Config
+		// chdir cases change the process's working directory: they run
+		// alone, the others in parallel once they are done.
+		chdir bool
 	}{
 		// Exactly what `make run` does: nothing configured, data in ./data.
 		{"zero config", func(t *testing.T) app.Config {
 			t.Chdir(t.TempDir())
 			return app.Config{DataDir: "./data"}
-		}},
+		}, true},
 		// The embedded default with redis-server on PATH: a private child process.
-		{"embedded redis-server", func(t *testing.T) app.Config { return app.Config{Embedded: "redis-server"} }},
+		{"embedded redis-server", func(t *testing.T) app.Config { return app.Config{Embedded: "redis-server"} }, false},
 		// The embedded fallback without redis-server: in-process miniredis.
-		{"embedded miniredis", func(t *testing.T) app.Config { return app.Config{Embedded: "miniredis"} }},
+		{"embedded miniredis", func(t *testing.T) app.Config { return app.Config{Embedded: "miniredis"} }, false},
 		// A real Redis given by URL.
 		{"real redis by url", func(t *testing.T) app.Config {
 			return app.Config{RedisURL: "redis://" + redistest.MustStart(t).Addr()}
-		}},
+		}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			if !tc.chdir {
+				t.Parallel()
+			}
 			cfg := tc.cfg(t)
 			if cfg.DataDir == "" {
 				cfg.DataDir = t.TempDir()

@@ -207,8 +207,13 @@ func TestDropCrowdSurvivesARedisFlush(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fault test: plays a 20,000-user drop through a FLUSHALL (~40 s a database)")
 	}
+	// Parallel: each drop waits out its crowd's real-time arrivals.
+	t.Parallel()
 	for _, dialect := range storetest.Dialects {
-		t.Run(dialect, func(t *testing.T) { dropThroughAFlush(t, dialect) })
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			dropThroughAFlush(t, dialect)
+		})
 	}
 }
 

@@ -39,7 +39,9 @@ var buildServer = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "rushline-server")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/rushline/rushline/server").CombinedOutput()
+	// -s -w: no symbol table or DWARF, which halves the link (stack traces
+	// come from the runtime's own tables).
+	out, err := exec.Command("go", "build", "-ldflags=-s -w", "-o", bin, "github.com/rushline/rushline/server").CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go build rushline-server: %w\n%s", err, out)
 	}

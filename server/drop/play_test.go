@@ -72,7 +72,7 @@ func TestDropPlaysItsCrowd(t *testing.T) {
 			}
 			clockCtx, stopClock := context.WithCancel(ctx)
 			defer stopClock()
-			go w.clk.Run(clockCtx, 20*time.Millisecond, 2*time.Millisecond)
+			go w.clk.Run(clockCtx, 100*time.Millisecond, 2*time.Millisecond)
 			MustEventually(t, 30*time.Second, "alice admitted or sold out", func() bool {
 				st, err := w.eng.Status(ctx, d.Event, alice.Token)
 				if err != nil {

@@ -140,7 +140,7 @@ func TestNoSeatSoldTwice(t *testing.T) {
 	w.clk.Set(d.OpensAt)
 	clockCtx, stopClock := context.WithCancel(ctx)
 	defer stopClock()
-	go w.clk.Run(clockCtx, 20*time.Millisecond, 2*time.Millisecond)
+	go w.clk.Run(clockCtx, 100*time.Millisecond, 2*time.Millisecond)
 	w.MustReplica(t, "r1")
 	ev := queue.Event{ID: d.Event, Seats: seats}
 	var wg sync.WaitGroup

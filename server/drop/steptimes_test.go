@@ -49,7 +49,7 @@ func TestCrowdTakesTheSteps(t *testing.T) {
 			w.clk.Set(d.OpensAt)
 			clockCtx, stopClock := context.WithCancel(ctx)
 			defer stopClock()
-			go w.clk.Run(clockCtx, 20*time.Millisecond, 2*time.Millisecond)
+			go w.clk.Run(clockCtx, 100*time.Millisecond, 2*time.Millisecond)
 
 			// Live: the crowd's figures fill in while it buys.
 			MustEventually(t, 60*time.Second, "some of the crowd bought", func() bool {

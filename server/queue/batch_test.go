@@ -215,6 +215,7 @@ func pause(t *testing.T, addr string, d time.Duration) {
 }
 
 func TestBatchCancel(t *testing.T) {
+	t.Parallel() // waits out a paused Redis
 	p := redistest.MustStart(t)
 	eng := MustBatchedEngine(t, redistest.MustClient(t, p.Addr()), queue.Batching{Size: 8, InFlight: 1, Wait: time.Second})
 	MustEvent(t, eng, "cancel", func(e *queue.Event) { e.Paused = true })
@@ -261,8 +262,11 @@ func TestBatchCancel(t *testing.T) {
 }
 
 func TestBatchOutage(t *testing.T) {
+	t.Parallel() // waits out a paused Redis
 	p := redistest.MustStart(t)
-	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: 1, DialTimeout: 200 * time.Millisecond})
+	// One dial per try, as the server dials (redistest.FailFast): go-redis's
+	// default of five dials 100 ms apart made each queued call wait ~1 s.
+	rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: 1, DialTimeout: 200 * time.Millisecond, DialerRetries: 1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	eng := MustBatchedEngine(t, rdb, queue.Batching{Size: 8, InFlight: 2, Wait: 5 * time.Millisecond})
 	MustEvent(t, eng, "outage", func(e *queue.Event) { e.Paused = true })
@@ -302,6 +306,7 @@ func TestBatchOutage(t *testing.T) {
 }
 
 func TestBatchOverdue(t *testing.T) {
+	t.Parallel() // waits out a paused Redis
 	for _, tc := range []struct {
 		name  string
 		wait  time.Duration
@@ -335,6 +340,7 @@ func TestBatchOverdue(t *testing.T) {
 // TestBatchOverdueCap: while Redis stalls, overdue queues go in extra
 // pipelines only up to 2×InFlight in all; later calls wait for one to end.
 func TestBatchOverdueCap(t *testing.T) {
+	t.Parallel() // waits out a paused Redis
 	p := redistest.MustStart(t)
 	rdb := redistest.MustClient(t, p.Addr())
 	eng := MustBatchedEngine(t, rdb, queue.Batching{Size: 8, InFlight: 1, Wait: 5 * time.Millisecond})
@@ -365,6 +371,7 @@ func inUse(rdb *redis.Client) int {
 }
 
 func TestBatchClose(t *testing.T) {
+	t.Parallel() // waits out a paused Redis
 	p := redistest.MustStart(t)
 	eng := queue.New(redistest.MustClient(t, p.Addr()), []byte("k"), queue.WithBatching(queue.Batching{Size: 4, InFlight: 1, Wait: time.Second}))
 	MustEvent(t, eng, "closing", func(e *queue.Event) { e.Paused = true })

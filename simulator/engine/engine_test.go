@@ -181,6 +181,7 @@ func TestGateHoldsBotsBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole practice-small run takes ~20 s")
 	}
+	t.Parallel() // a whole run against its own server: mostly waiting
 	target := simtest.MustServer(t)
 	sc := MustScenario(t, "practice-small.yaml")
 	raw, err := engine.Run(context.Background(), sc, engine.Config{Target: target, SimulatorKey: simtest.Keys.Simulator,
@@ -206,6 +207,7 @@ func TestLateStartReported(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs bots against a server")
 	}
+	t.Parallel() // its own server; the lag it checks is the 2 s it starts late
 	target := simtest.MustServer(t)
 	sc, err := scenario.Load("../testdata/tiny.yaml")
 	if err != nil {

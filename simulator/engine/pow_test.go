@@ -20,6 +20,7 @@ func TestBotsSolveTheChallenge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end run: runs in make test")
 	}
+	t.Parallel() // its own server
 	target := simtest.MustServer(t)
 	b, _ := json.Marshal(map[string]any{"id": "pow-run", "seats": 10, "capacity": 10, "admit_batch": 10,
 		"admit_interval_ms": 100, "active_ttl_s": 10, "policy": "capacity", "challenge": "pow", "pow_bits": 12})

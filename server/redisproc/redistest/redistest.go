@@ -22,7 +22,10 @@ const Timeout = 30 * time.Second
 // concurrent use by parallel tests.
 func MustStart(tb testing.TB, opts ...func(*redisproc.Options)) *redisproc.Process {
 	tb.Helper()
-	o := redisproc.Options{Dir: tb.TempDir()}
+	// hz 100: Redis acts on SIGTERM in its next cron pass, 100 ms away at
+	// the default hz 10, so each Stop would wait up to 100 ms; tests start
+	// hundreds of servers. opts may set another hz.
+	o := redisproc.Options{Dir: tb.TempDir(), Args: []string{"--hz", "100"}}
 	for _, opt := range opts {
 		opt(&o)
 	}
