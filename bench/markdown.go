@@ -35,8 +35,12 @@ func loadLine(r *Result) string {
 	if len(r.LoadAvg) != 2 {
 		return ""
 	}
-	return fmt.Sprintf("1-minute load average %s before the run, %s after it (%d CPUs): above the CPU count, "+
-		"other work competed for the cores and the figures are noisier.", num(r.LoadAvg[0]), num(r.LoadAvg[1]), r.CPUs)
+	verdict := "at most the CPU count, a quiet machine."
+	if max(r.LoadAvg[0], r.LoadAvg[1]) > float64(r.CPUs) {
+		verdict = "above the CPU count, other work competed for the cores and the figures are noisier."
+	}
+	return fmt.Sprintf("1-minute load average %s before the run, %s after it (%d CPUs): %s",
+		num(r.LoadAvg[0]), num(r.LoadAvg[1]), r.CPUs, verdict)
 }
 
 // ceilingIntro says what one event's ceiling is.

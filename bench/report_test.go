@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -130,6 +131,28 @@ func TestComputeRatios(t *testing.T) {
 			}
 			if got.Verdict() != tc.verdict {
 				t.Errorf("verdict = %q, want %q", got.Verdict(), tc.verdict)
+			}
+		})
+	}
+}
+
+// TestLoadLine: the report calls a run noisy only when the machine's load
+// passed its CPU count before or after it.
+func TestLoadLine(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		load []float64
+		want string
+	}{
+		{"quiet", []float64{1.13, 0.17}, "at most the CPU count, a quiet machine."},
+		{"busy before", []float64{9.5, 1}, "above the CPU count"},
+		{"busy after", []float64{0.5, 2.5}, "above the CPU count"},
+		{"unknown", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := loadLine(&Result{CPUs: 2, LoadAvg: tc.load})
+			if !strings.Contains(got, tc.want) || (tc.want == "") != (got == "") {
+				t.Errorf("loadLine(%v) = %q, want it to say %q", tc.load, got, tc.want)
 			}
 		})
 	}
