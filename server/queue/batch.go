@@ -27,6 +27,12 @@ const (
 	// DefaultBatchWait bounds how long a call waits for a free pipeline
 	// before it goes in an extra one.
 	DefaultBatchWait = 10 * time.Millisecond
+	// DefaultBatchGather is how long a call that finds a pipeline free
+	// waits for others to go with it, while calls come in runs (the last
+	// pipeline carried more than one): under a closed-loop load the callers
+	// a pipeline answered come back a little apart, and the first back
+	// would otherwise go alone and pay a run's fixed cost by itself.
+	DefaultBatchGather = 100 * time.Microsecond
 )
 
 // Batching configures how the engine coalesces concurrent script calls into
@@ -42,10 +48,15 @@ type Batching struct {
 	// 2×InFlight pipelines are in flight in all, so a stalled Redis does
 	// not pile up connections.
 	Wait time.Duration
+	// Gather, when set, is how long a call that finds a pipeline free waits
+	// for others to join it, as long as the last pipeline carried more than
+	// one call (a lone caller never waits).
+	Gather time.Duration
 }
 
 // DefaultBatching is the engine's batching unless WithBatching changes it.
-var DefaultBatching = Batching{Size: DefaultBatchSize, InFlight: DefaultBatchInFlight, Wait: DefaultBatchWait}
+var DefaultBatching = Batching{Size: DefaultBatchSize, InFlight: DefaultBatchInFlight, Wait: DefaultBatchWait,
+	Gather: DefaultBatchGather}
 
 // WithBatching sets how the hot scripts (join, status, verify, leave, order)
 // are coalesced into pipelines; Batching{} sends each on its own.
@@ -88,6 +99,11 @@ type batcher struct {
 	armed   bool
 	closed  bool
 	idle    sync.Cond // signalled when running drops to 0
+	// last is how many calls the last pipeline sent carried; gathering
+	// says the gather timer runs (see Batching.Gather).
+	last      int
+	gathering bool
+	gather    *time.Timer
 }
 
 func newBatcher(rdb redis.UniversalClient, cfg Batching, many map[*redis.Script]manyForm) *batcher {
@@ -101,6 +117,8 @@ func newBatcher(rdb redis.UniversalClient, cfg Batching, many map[*redis.Script]
 	b.idle.L = &b.mu
 	b.timer = time.AfterFunc(time.Hour, b.overdue)
 	b.timer.Stop()
+	b.gather = time.AfterFunc(time.Hour, b.gathered)
+	b.gather.Stop()
 	return b
 }
 
@@ -116,9 +134,14 @@ func (b *batcher) do(ctx context.Context, s *luaScript, eventID string, args []a
 	}
 	b.queue = append(b.queue, c)
 	var batch []*call
-	if b.running < b.cfg.InFlight {
+	switch {
+	case b.gathering:
+	case b.running < b.cfg.InFlight && b.cfg.Gather > 0 && b.last > 1:
+		b.gathering = true
+		b.gather.Reset(b.cfg.Gather)
+	case b.running < b.cfg.InFlight:
 		batch = b.takeLocked()
-	} else {
+	default:
 		b.armLocked()
 	}
 	b.mu.Unlock()
@@ -161,6 +184,7 @@ func (b *batcher) takeLocked() []*call {
 		return nil
 	}
 	b.running++
+	b.last = len(batch)
 	return batch
 }
 
@@ -173,6 +197,24 @@ func (b *batcher) armLocked() {
 	case len(b.queue) == 0 && b.armed:
 		b.armed = false
 		b.timer.Stop()
+	}
+}
+
+// gathered sends the calls gathered since the gather timer started, unless
+// a pipeline took them meanwhile or all are busy (then the queue goes when
+// one is free, or when it is overdue).
+func (b *batcher) gathered() {
+	b.mu.Lock()
+	b.gathering = false
+	var batch []*call
+	if !b.closed && b.running < b.cfg.InFlight {
+		batch = b.takeLocked()
+	} else {
+		b.armLocked()
+	}
+	b.mu.Unlock()
+	if batch != nil {
+		b.exec(batch)
 	}
 }
 
@@ -255,6 +297,7 @@ func (b *batcher) close() {
 	}
 	b.closed = true
 	b.timer.Stop()
+	b.gather.Stop()
 	b.armed = false
 	for _, c := range b.queue {
 		c.err = errBatcherClosed

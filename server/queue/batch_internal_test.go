@@ -7,7 +7,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -177,5 +179,58 @@ func TestBatchConcatenatedRun(t *testing.T) {
 		if r.Seq != int64(i+1) || r.UserID != fmt.Sprintf("u_%d", i) || r.At.UnixMilli() != 5000 {
 			t.Errorf("record %d: %+v, want seq %d of u_%d at the run's latest clock", i, r, i+1, i)
 		}
+	}
+}
+
+// TestBatchGathers: while calls come in runs (the last pipeline carried
+// more than one), a call that finds the pipeline free waits Gather for
+// others and goes with them; a lone caller (the last pipeline carried one)
+// never waits for the gather.
+func TestBatchGathers(t *testing.T) {
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	eng := New(rdb, []byte("k"), WithBatching(Batching{}))
+	if err := eng.CreateEvent(context.Background(), Event{ID: "e1", Name: "e1", Seats: 1, Capacity: 1, AdmitBatch: 1,
+		AdmitIntervalMS: 250, ActiveTTLS: 60, Policy: PolicyBatch}); err != nil {
+		t.Fatal(err)
+	}
+	join := func(b *batcher, ctx context.Context, user string) error {
+		_, err := b.do(ctx, scriptJoin, "e1", append([]any{int64(1000), int64(0)}, joinArgv(user, JoinOptions{})...))
+		return err
+	}
+	cases := []struct {
+		name   string
+		gather time.Duration
+		last   int // calls of the pipeline before
+		calls  int
+		want   int // calls of the pipeline they go in
+	}{
+		{"after a run, two calls go together", 500 * time.Millisecond, 2, 2, 2},
+		{"after a run, three calls go together", 500 * time.Millisecond, 5, 3, 3},
+		{"a lone caller never waits", time.Minute, 1, 1, 1},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBatcher(rdb, Batching{Size: 64, InFlight: 1, Gather: tc.gather}, manyScripts)
+			defer b.close()
+			b.last = tc.last
+			// A gather of a minute would outlast this deadline: a lone
+			// call must go at once.
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var wg sync.WaitGroup
+			for k := range tc.calls {
+				wg.Go(func() {
+					if err := join(b, ctx, fmt.Sprintf("g%d-%d", i, k)); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if b.last != tc.want {
+				t.Errorf("the calls went in a pipeline of %d, want %d", b.last, tc.want)
+			}
+		})
 	}
 }

@@ -41,7 +41,7 @@ local admitted, rate = tonumber(prog[1]) or 0, tonumber(prog[2]) or 0
 -- whole and unique, and a token names the user its seq was given to, so the
 -- test is exact). Lookups outside that range are read.
 local lo, hi = 1, 0
-if n > 1 and nw > 0 then
+if nw > 0 then
   local l = tonumber(redis.call('ZRANGE', K_W, '0', '0', 'WITHSCORES')[2])
   local h = tonumber(redis.call('ZRANGE', K_W, '-1', '-1', 'WITHSCORES')[2])
   if h - l + 1 == nw then lo, hi = l, h end
