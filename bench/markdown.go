@@ -35,8 +35,10 @@ func loadLine(r *Result) string {
 	if len(r.LoadAvg) != 2 {
 		return ""
 	}
-	verdict := "at most the CPU count, a quiet machine."
-	if max(r.LoadAvg[0], r.LoadAvg[1]) > float64(r.CPUs) {
+	// The load after the run is mostly the run's own: the one before says
+	// whether other work shared the machine.
+	verdict := "at most the CPU count before it, a quiet machine."
+	if r.LoadAvg[0] > float64(r.CPUs) {
 		verdict = "above the CPU count, other work competed for the cores and the figures are noisier."
 	}
 	return fmt.Sprintf("1-minute load average %s before the run, %s after it (%d CPUs): %s",
