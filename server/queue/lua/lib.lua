@@ -270,12 +270,6 @@ local function place(r, lane, nw, np, batch, ppm)
   return r + nw
 end
 
--- split_cfg returns the event's admit batch and priority share (ppm).
-local function split_cfg()
-  local batch, ppm = read_split_cfg()
-  return batch or 0, ppm or 0
-end
-
 -- waiting_place returns the lane ('p' or '') and 1-based place of a waiting
 -- user, or nil when user waits in neither lane with seq (any seq when seq is nil).
 local function waiting_place(user, seq)
@@ -288,9 +282,9 @@ local function waiting_place(user, seq)
   if not ws or (seq and tonumber(ws) ~= seq) then
     return nil
   end
-  local batch, ppm = split_cfg()
+  local batch, ppm = read_split_cfg()
   local r = redis.call('ZRANK', key, user) + 1
-  return lane, place(r, lane, redis.call('ZCARD', K_W), redis.call('ZCARD', K_P), batch, ppm), tonumber(ws)
+  return lane, place(r, lane, redis.call('ZCARD', K_W), redis.call('ZCARD', K_P), batch or 0, ppm or 0), tonumber(ws)
 end
 
 -- settled returns what state does for an attempt that is not waiting.
