@@ -416,7 +416,7 @@ const sampleTokens = 10_000
 // Redis memory per waiting user over these joins.
 func (r *runner) prefill(ctx context.Context, server string, size int, measureMemory bool) error {
 	ev := eventID(size)
-	before := r.usedMemory(ctx)
+	before := r.lineMemory(ctx, ev)
 	var err error
 	if server == ServerRushline {
 		eng := queue.New(r.rdb, []byte("bench-prefill"))
@@ -431,7 +431,7 @@ func (r *runner) prefill(ctx context.Context, server string, size int, measureMe
 		return err
 	}
 	if measureMemory && server == ServerRushline {
-		r.res.Memory.RedisBytesPerWaiting = float64(r.usedMemory(ctx)-before) / float64(size)
+		r.res.Memory.RedisBytesPerWaiting = float64(r.lineMemory(ctx, ev)-before) / float64(size)
 		r.res.Memory.MeasuredOver = size
 	}
 
@@ -486,12 +486,19 @@ func naivePrefill(ctx context.Context, rdb *redis.Client, ev string, size int) e
 	})
 }
 
-func (r *runner) usedMemory(ctx context.Context) int64 {
-	info, err := r.rdb.Info(ctx, "memory").Result()
-	if err != nil {
-		return 0
+// lineMemory is what Redis holds for eventID's line: both lanes' sorted
+// sets, which are also the per-user index (MEMORY USAGE, every element
+// counted). Redis's used_memory over the prefill, measured before, also
+// moved with whatever the server's audit writer trimmed from the streams
+// meanwhile: on a small line it even came out negative.
+func (r *runner) lineMemory(ctx context.Context, eventID string) int64 {
+	var n int64
+	for _, lane := range []string{"w", "p"} {
+		b, err := r.rdb.MemoryUsage(ctx, queue.EventKey(eventID, lane), 0).Result()
+		if err == nil {
+			n += b
+		}
 	}
-	n, _ := strconv.ParseInt(infoField(info, "used_memory"), 10, 64)
 	return n
 }
 
