@@ -80,12 +80,29 @@ func TestPracticeResultFillsIn(t *testing.T) {
 		return MustEval[map[string]string](t, b, `Object.fromEntries(["r-wait", "r-scenario", "r-sold", "r-outcome", "r-outcomes"]
 			.map(id => [id, document.getElementById(id).textContent]))`)
 	}
+	// The outcome counts on the page, summed.
+	outcomeSum := func() int {
+		var sum int
+		for _, n := range MustEval[[]string](t, b, `[...document.querySelectorAll("#r-outcomes tbody td.num")].map(td => td.textContent)`) {
+			var v int
+			if _, err := fmt.Sscanf(strings.ReplaceAll(n, ",", ""), "%d", &v); err != nil {
+				t.Errorf("outcome count %q: %v", n, err)
+			}
+			sum += v
+		}
+		return sum
+	}
 	p := page()
 	for id, want := range map[string]string{"r-wait": "봇들이 아직 경쟁 중", "r-scenario": "지금까지", "r-sold": "지금까지",
 		"r-outcome": "대기 취소", "r-outcomes": "아직 경쟁 중"} {
 		if !strings.Contains(p[id], want) {
 			t.Errorf("partial result: #%s says %q, want %q in it", id, p[id], want)
 		}
+	}
+	// Every bot is in the table while the race runs, the ones not yet in
+	// line among those still racing.
+	if sum := outcomeSum(); sum != 60 {
+		t.Errorf("the bots' outcomes on the partial page add up to %d, want 60", sum)
 	}
 	b.MustShot(t, "result-partial-ko.png")
 	b.MustPhone(t)
@@ -101,16 +118,8 @@ func TestPracticeResultFillsIn(t *testing.T) {
 		strings.Contains(p["r-outcomes"], "아직 경쟁 중") || strings.Contains(p["r-scenario"], "지금까지") {
 		t.Errorf("final result page says %q", p)
 	}
-	var sum int
-	for _, n := range MustEval[[]string](t, b, `[...document.querySelectorAll("#r-outcomes tbody td.num")].map(td => td.textContent)`) {
-		var v int
-		if _, err := fmt.Sscanf(strings.ReplaceAll(n, ",", ""), "%d", &v); err != nil {
-			t.Errorf("outcome count %q: %v", n, err)
-		}
-		sum += v
-	}
-	if sum != 60 {
-		t.Errorf("the bots' outcomes on the page add up to %d, want 60", sum)
+	if sum := outcomeSum(); sum != 60 {
+		t.Errorf("the bots' outcomes on the final page add up to %d, want 60", sum)
 	}
 	b.MustShot(t, "result-final-ko-phone.png")
 	assertNoProblems(t, b)

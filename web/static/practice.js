@@ -1619,10 +1619,15 @@ function renderResult(res) {
   setText($('r-seat'), you.seat || '—');
   setText($('r-sold'), partial ? t('race.sold.sofar', { n: fmtNum(res.sold), seats: fmtNum(res.seats) })
     : t('sold.of', { n: res.sold, total: res.seats }));
-  setText($('r-bot-median'), fmtSec(bots.reaction_ms && bots.reaction_ms.p50));
+  setText($('r-bot-median'), res.bots > 0 && bots.reaction_ms ? fmtSec(bots.reaction_ms.p50) : '—');
 
   const tbody = $('r-outcomes').querySelector('tbody');
-  tbody.replaceChildren(...Object.entries(bots.outcomes || {}).sort((a, b) => b[1] - a[1]).map(([k, n]) =>
+  const outcomes = Object.assign({}, bots.outcomes);
+  // While the race runs, the bots not yet in line are still racing too
+  // (a result shown right after your own attempt may come before any).
+  const notIn = partial ? (res.bots_planned || 0) - (res.bots || 0) : 0;
+  if (notIn > 0) outcomes.waiting = (outcomes.waiting || 0) + notIn;
+  tbody.replaceChildren(...Object.entries(outcomes).sort((a, b) => b[1] - a[1]).map(([k, n]) =>
     el('tr', null, [el('td', { text: k === 'waiting' ? t('race.racing') : outcomeText(k) }), el('td', { class: 'num', text: fmtNum(n) })])));
 
   // The bots' reaction times as a cumulative curve, with yours as a point.
