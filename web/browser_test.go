@@ -98,10 +98,11 @@ func MustCall(tb testing.TB, method, url string, hdr map[string]string, body, ou
 // browserSlots bounds the browser tests that run at once. They mostly wait
 // on the clock (countdowns, admission ticks, a bot crowd), so in parallel
 // they overlap those waits: one after another they took 406 s of make
-// test's wall time for 63 CPU-s. Three at a time keeps the pages' own
-// timing (100 ms polls, countdowns) clear of a machine busy with six
-// Chromiums.
-var browserSlots = make(chan struct{}, 3)
+// test's wall time for 63 CPU-s. Two at a time keeps the pages' own
+// timing (100 ms polls, countdowns) clear of a machine busy with the rest
+// of make test: with three, a page's seat map missed its 10 s once in a
+// clean-clone CI run.
+var browserSlots = make(chan struct{}, 2)
 
 // browserAlone is held for reading by every browser test in parallel, and
 // for writing by one that must run with no other browser test.
