@@ -53,7 +53,10 @@ func (l *logRecorder) Len() int {
 // records from index from on, and returns its level and attributes.
 func (l *logRecorder) MustRequestLine(tb testing.TB, from int, method, path string) (slog.Level, map[string]string) {
 	tb.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	// Generous: a request that waits out a stopped Redis logs only when its
+	// reads give up, later still on a machine busy with the whole suite
+	// (10 s ran out twice in clean-clone CI runs).
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		l.mu.Lock()
 		rs := slices.Clone(l.records[from:])
@@ -64,7 +67,11 @@ func (l *logRecorder) MustRequestLine(tb testing.TB, from int, method, path stri
 			}
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("no log line for %s %s", method, path)
+			msgs := make([]string, 0, len(rs))
+			for _, r := range rs {
+				msgs = append(msgs, r.Message)
+			}
+			tb.Fatalf("no log line for %s %s (lines logged: %q)", method, path, msgs)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
