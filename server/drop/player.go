@@ -19,8 +19,17 @@ import (
 const (
 	maxChunksPerStep = 40
 	maxOrdersPerStep = 200
-	recordsPerRead   = 1000
-	maxReadsPerStep  = 5
+	// maxOrdersPerRun caps the orders of one script call: about 1 ms of
+	// Redis.
+	maxOrdersPerRun = 64
+	// buyEvery is how often the player has the virtual users whose think
+	// time is over order: together, so that a crowd's purchases cost Redis
+	// one script call's fixed part per run rather than one per purchase. A
+	// virtual user orders up to buyEvery after its think time, which is
+	// seconds long.
+	buyEvery        = 100 * time.Millisecond
+	recordsPerRead  = 1000
+	maxReadsPerStep = 5
 	// seatTries is how many seats a virtual user tries in one go when the
 	// ones it picks turn out taken.
 	seatTries = 8
@@ -105,6 +114,7 @@ type player struct {
 	flushed      time.Time
 	renewed      time.Time
 	readAt       time.Time
+	boughtAt     time.Time
 }
 
 func (s *Service) newPlayer(d Drop) *player {
@@ -423,58 +433,105 @@ func (p *player) countTimes(ctx context.Context) error {
 	return nil
 }
 
-// buy has the virtual users whose think time is over order a seat.
+// buy has the virtual users whose think time is over order a seat, every
+// buyEvery: together, in runs of at most maxOrdersPerRun, each run one
+// script call (queue.OrderVirtuals).
 func (p *player) buy(ctx context.Context, now time.Time) error {
-	for range maxOrdersPerStep {
-		if len(p.pending) == 0 || p.pending[0].at.After(now) {
-			return nil
-		}
+	if time.Since(p.boughtAt) < min(buyEvery, p.s.flush) {
+		return nil
+	}
+	p.boughtAt = time.Now()
+	var due []*shopper
+	for len(due) < maxOrdersPerStep && len(p.pending) > 0 && !p.pending[0].at.After(now) {
 		b := heap.Pop(&p.pending).(buyer)
 		if !p.queued[b.user] {
 			continue
 		}
 		delete(p.queued, b.user)
-		if p.soldOut {
-			continue
+		if !p.soldOut {
+			due = append(due, &shopper{buyer: b, r: rand.New(rand.NewPCG(b.seed, uint64(b.seq)))})
 		}
-		if err := p.order(ctx, b); err != nil {
-			// Try again at the next step.
-			p.queued[b.user] = true
-			heap.Push(&p.pending, b)
+	}
+	for start := 0; start < len(due); start += maxOrdersPerRun {
+		if err := p.order(ctx, due[start:min(start+maxOrdersPerRun, len(due))]); err != nil {
+			// Those not served try again at the next step.
+			for _, sh := range due[start:] {
+				if !sh.over {
+					p.queued[sh.user] = true
+					heap.Push(&p.pending, sh.buyer)
+				}
+			}
 			return err
 		}
 	}
 	return nil
 }
 
-// order buys one seat for b, picking again when a seat turns out taken.
-func (p *player) order(ctx context.Context, b buyer) error {
-	r := rand.New(rand.NewPCG(b.seed, uint64(b.seq)))
+// shopper is a buyer ordering: its seat picks and whether it is over
+// (bought, given up, or its attempt gone).
+type shopper struct {
+	buyer
+	r    *rand.Rand
+	seat string
+	over bool
+}
+
+// order has run's buyers each buy one seat, up to seatTries rounds: each
+// round every buyer still shopping picks a free seat nobody else of the run
+// picked, and the round's orders go as one call; a buyer whose seat was
+// taken picks again in the next round.
+func (p *player) order(ctx context.Context, run []*shopper) error {
+	left := run
 	for range seatTries {
-		seat, ok := p.seats.pick(r)
-		if !ok {
-			p.soldOut = true
-			return nil
+		if len(left) == 0 || p.soldOut {
+			break
 		}
-		_, err := p.s.eng.OrderVirtual(ctx, p.ev, b.user, b.seq, seat)
-		switch queue.ErrorCode(err) {
-		case "":
-			p.seats.mark(seat)
-			p.soldOut = p.seats.full()
-			if flow := p.plan.Flow(); len(flow) > 0 {
-				countSteps(p.times, flow, p.plan.User(b.index).Steps)
+		orders := make([]queue.VirtualOrder, 0, len(left))
+		picked := make([]*shopper, 0, len(left))
+		for _, sh := range left {
+			seat, ok := p.seats.pick(sh.r)
+			if !ok {
+				break // the run holds every free seat
 			}
-			return nil
-		case queue.CodeSeatTaken:
-			p.seats.mark(seat)
-		case queue.CodeSoldOut:
-			p.soldOut = true
-			return nil
-		case queue.CodeNotActive, queue.CodeTokenNotFound:
-			return nil // its window ran out while it thought
-		default:
-			return err
+			p.seats.mark(seat) // not for the rest of the run, unless it does not sell
+			sh.seat = seat
+			orders = append(orders, queue.VirtualOrder{UserID: sh.user, Seq: sh.seq, Seat: seat})
+			picked = append(picked, sh)
 		}
+		if len(picked) == 0 {
+			p.soldOut = true
+			break
+		}
+		var next []*shopper
+		var failed error
+		for i, err := range p.s.eng.OrderVirtuals(ctx, p.ev, orders) {
+			sh := picked[i]
+			switch queue.ErrorCode(err) {
+			case "":
+				sh.over = true
+				if flow := p.plan.Flow(); len(flow) > 0 {
+					countSteps(p.times, flow, p.plan.User(sh.index).Steps)
+				}
+			case queue.CodeSeatTaken:
+				next = append(next, sh) // its seat stays marked: somebody has it
+			case queue.CodeSoldOut:
+				sh.over, p.soldOut = true, true
+			case queue.CodeNotActive, queue.CodeTokenNotFound:
+				sh.over = true // its window ran out while it thought
+				p.seats.unmark(sh.seat)
+			default:
+				p.seats.unmark(sh.seat)
+				failed = err
+			}
+		}
+		if failed != nil {
+			return failed
+		}
+		p.soldOut = p.soldOut || p.seats.full()
+		left = append(next, left[len(picked):]...)
+	}
+	for _, sh := range run {
+		sh.over = true // sold out, or seatTries seats taken before it
 	}
 	return nil
 }

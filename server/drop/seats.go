@@ -36,6 +36,17 @@ func (m *seatMap) mark(id string) {
 	m.sold++
 }
 
+// unmark takes back mark(id): the seat did not sell after all.
+func (m *seatMap) unmark(id string) {
+	i, ok := queue.SeatIndex(m.n, id)
+	if !ok || m.taken[i/64]&(1<<(i%64)) == 0 {
+		return
+	}
+	m.taken[i/64] &^= 1 << (i % 64)
+	m.sold--
+	m.low = min(m.low, i)
+}
+
 // full reports whether every seat is sold.
 func (m *seatMap) full() bool { return m.sold >= m.n }
 

@@ -127,12 +127,42 @@ func newBatcher(rdb redis.UniversalClient, cfg Batching, many map[*redis.Script]
 // it has not been sent yet, and its reply is discarded if it has.
 func (b *batcher) do(ctx context.Context, s *luaScript, eventID string, args []any) ([]any, error) {
 	c := &call{ctx: ctx, script: s, event: eventID, args: args, done: make(chan struct{})}
+	if err := b.enqueue(c); err != nil {
+		return nil, err
+	}
+	return c.wait(ctx)
+}
+
+// doAll runs script s on eventID's keys once per args, the calls queued
+// together so that they go in one pipeline (and, for a script with a
+// many-call form, as one call of it) when they fit in one; as do, per call.
+func (b *batcher) doAll(ctx context.Context, s *luaScript, eventID string, args [][]any) ([][]any, []error) {
+	calls := make([]*call, len(args))
+	for i, a := range args {
+		calls[i] = &call{ctx: ctx, script: s, event: eventID, args: a, done: make(chan struct{})}
+	}
+	res, errs := make([][]any, len(args)), make([]error, len(args))
+	if err := b.enqueue(calls...); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return res, errs
+	}
+	for i, c := range calls {
+		res[i], errs[i] = c.wait(ctx)
+	}
+	return res, errs
+}
+
+// enqueue queues calls, in order, and sends the queue at once when a
+// pipeline is free (after the gather, while calls come in runs).
+func (b *batcher) enqueue(calls ...*call) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return nil, errBatcherClosed
+		return errBatcherClosed
 	}
-	b.queue = append(b.queue, c)
+	b.queue = append(b.queue, calls...)
 	var batch []*call
 	switch {
 	case b.gathering:
@@ -149,6 +179,11 @@ func (b *batcher) do(ctx context.Context, s *luaScript, eventID string, args []a
 		// Off the caller's goroutine, so the caller can still leave on ctx.
 		go b.exec(batch)
 	}
+	return nil
+}
+
+// wait returns c's reply, or ctx's error at once when ctx ends first.
+func (c *call) wait(ctx context.Context) ([]any, error) {
 	select {
 	case <-c.done:
 		return c.res, c.err

@@ -373,29 +373,66 @@ func (e *Engine) scanSeats(ctx context.Context, eventID string, f func(seat, v s
 	}
 }
 
-// OrderVirtual sells seat to the active attempt (userID, seq) of a VIRTUAL
-// user, as the simulator would with its token: through the order script, so
-// people and the crowd race for seats on equal terms.
-func (e *Engine) OrderVirtual(ctx context.Context, ev Event, userID string, seq int64, seat string) (Order, error) {
-	if TypeOf(userID) != UserVirtual {
-		return Order{}, Errorf(CodeTokenOwnerMismatch, "only VIRTUAL users order this way")
+// VirtualOrder is one VIRTUAL user's purchase (OrderVirtuals): seat for
+// the user's active attempt seq.
+type VirtualOrder struct {
+	UserID string
+	Seq    int64
+	Seat   string
+}
+
+// OrderVirtuals sells each order's seat to its VIRTUAL user's active
+// attempt, as the simulator would with its token: through the order
+// script, so people and the crowd race for seats on equal terms. The
+// orders go in one pipeline and, with batching on, as one call of the
+// order script's many-call form, in order: a crowd's purchases cost Redis
+// one script call's fixed part, not one each. errs[i] is nil when orders[i]
+// bought its seat, else its refusal (SEAT_TAKEN, SOLD_OUT, NOT_ACTIVE, …)
+// or the failure that stopped it.
+func (e *Engine) OrderVirtuals(ctx context.Context, ev Event, orders []VirtualOrder) (errs []error) {
+	errs = make([]error, len(orders))
+	args := make([][]any, 0, len(orders))
+	sent := make([]int, 0, len(orders))
+	for i, o := range orders {
+		switch {
+		case TypeOf(o.UserID) != UserVirtual:
+			errs[i] = Errorf(CodeTokenOwnerMismatch, "only VIRTUAL users order this way")
+		case !validSeat(ev.Seats, o.Seat):
+			errs[i] = Errorf(CodeSeatNotFound, "no seat %q in event %q", o.Seat, ev.ID)
+		default:
+			args = append(args, []any{o.UserID, o.Seq, "1", o.Seat, newID("o_")})
+			sent = append(sent, i)
+		}
 	}
-	if _, ok := SeatIndex(ev.Seats, seat); !ok {
-		return Order{}, Errorf(CodeSeatNotFound, "no seat %q in event %q", seat, ev.ID)
+	if len(args) == 0 {
+		return errs
 	}
-	o := Order{ID: newID("o_"), Seat: seat, UserID: userID}
-	r, err := e.run(ctx, scriptOrder, ev.ID, userID, seq, "1", seat, o.ID)
+	res, rerrs := e.runAll(ctx, scriptOrder, ev.ID, args)
+	for k, i := range sent {
+		errs[i] = e.virtualOrderErr(ctx, ev.ID, orders[i].Seat, res[k], rerrs[k])
+	}
+	return errs
+}
+
+// validSeat reports whether seat names one of an event's n seats.
+func validSeat(n int, seat string) bool {
+	_, ok := SeatIndex(n, seat)
+	return ok
+}
+
+// virtualOrderErr is the outcome of one order script call of OrderVirtuals.
+func (e *Engine) virtualOrderErr(ctx context.Context, eventID, seat string, r []any, err error) error {
 	if err != nil {
-		return Order{}, fmt.Errorf("queue: order %s: %w", ev.ID, err)
+		return fmt.Errorf("queue: order %s: %w", eventID, err)
 	}
 	switch code := r[0].(string); code {
 	case "OK":
-		return o, nil
+		return nil
 	case string(CodeNotActive):
-		return Order{}, notActive(Status(r[1].(string)))
+		return notActive(Status(r[1].(string)))
 	case string(CodeSeatTaken), string(CodeSoldOut):
-		return Order{}, Errorf(Code(code), "seat %s: %s", seat, strings.ToLower(code))
+		return Errorf(Code(code), "seat %s: %s", seat, strings.ToLower(code))
 	default:
-		return Order{}, e.lookupErr(ctx, code, ev.ID)
+		return e.lookupErr(ctx, code, eventID)
 	}
 }

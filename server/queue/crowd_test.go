@@ -171,7 +171,7 @@ func TestCrowdResumeNeverJoinsTwice(t *testing.T) {
 	if res := MustTick(t, eng, "ev"); res.Promoted != 3 {
 		t.Fatalf("tick promoted %d, want 3", res.Promoted)
 	}
-	if _, err := eng.OrderVirtual(ctx, ev, crowdPrefix+"0", 1, "A-1"); err != nil {
+	if err := OrderVirtual(ctx, eng, ev, crowdPrefix+"0", 1, "A-1"); err != nil {
 		t.Fatal(err)
 	}
 	// r1 dies holding cursor 3; its lease runs out and r2 takes over.
@@ -305,21 +305,21 @@ func TestOrderVirtual(t *testing.T) {
 			t.Errorf("admission %+v: want seq %d and a time", a, k+2)
 		}
 	}
-	if _, err := eng.OrderVirtual(ctx, ev, crowdPrefix+"0", 2, "A-1"); err != nil {
+	if err := OrderVirtual(ctx, eng, ev, crowdPrefix+"0", 2, "A-1"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = eng.OrderVirtual(ctx, ev, crowdPrefix+"1", 3, "A-1")
+	err = OrderVirtual(ctx, eng, ev, crowdPrefix+"1", 3, "A-1")
 	MustCode(t, err, queue.CodeSeatTaken, "")
-	_, err = eng.OrderVirtual(ctx, ev, crowdPrefix+"0", 2, "A-2")
+	err = OrderVirtual(ctx, eng, ev, crowdPrefix+"0", 2, "A-2")
 	MustCode(t, err, queue.CodeNotActive, queue.StatusDone)
-	_, err = eng.OrderVirtual(ctx, ev, "alice", alice.Seq, "A-2")
+	err = OrderVirtual(ctx, eng, ev, "alice", alice.Seq, "A-2")
 	MustCode(t, err, queue.CodeTokenOwnerMismatch, "")
-	_, err = eng.OrderVirtual(ctx, ev, crowdPrefix+"1", 3, "Z-9")
+	err = OrderVirtual(ctx, eng, ev, crowdPrefix+"1", 3, "Z-9")
 	MustCode(t, err, queue.CodeSeatNotFound, "")
-	if _, err := eng.OrderVirtual(ctx, ev, crowdPrefix+"1", 3, "A-2"); err != nil {
+	if err := OrderVirtual(ctx, eng, ev, crowdPrefix+"1", 3, "A-2"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = eng.OrderVirtual(ctx, ev, crowdPrefix+"2", 4, "A-1")
+	err = OrderVirtual(ctx, eng, ev, crowdPrefix+"2", 4, "A-1")
 	MustCode(t, err, queue.CodeSoldOut, "")
 	seats, err := eng.SeatsTaken(ctx, "ev")
 	if err != nil || len(seats) != 2 {
@@ -414,5 +414,104 @@ func TestRaiseCrowdCursor(t *testing.T) {
 	}
 	if res := MustJoinCrowd(t, eng, "ev", "r1", 40, 2); res.Moved || res.Cursor != 42 {
 		t.Errorf("join at the raised cursor = %+v, want 42", res)
+	}
+}
+
+// TestOrderVirtualsInOneRun: a crowd's purchases go as one script call and
+// answer each order in order, as one call each would: a seat an earlier
+// order of the run took is SEAT_TAKEN, a bought attempt NOT_ACTIVE, and the
+// orders refused before Redis cost no call.
+func TestOrderVirtualsInOneRun(t *testing.T) {
+	eng, _, rdb := MustEngine(t)
+	ctx := context.Background()
+	ev := MustEvent(t, eng, "ev", func(ev *queue.Event) { ev.Seats, ev.Capacity, ev.AdmitBatch = 10, 10, 10 })
+	MustCrowdLease(t, eng, "ev", "r1")
+	MustJoinCrowd(t, eng, "ev", "r1", 0, 6) // seqs 1..6
+	MustTick(t, eng, "ev")
+	v := func(k int) string { return crowdPrefix + strconv.Itoa(k) }
+	seat := func(i int) string { return queue.SeatID(ev.Seats, i) }
+	if err := OrderVirtual(ctx, eng, ev, v(5), 6, seat(9)); err != nil {
+		t.Fatal(err)
+	}
+	before := MustCommandCalls(t, rdb, "evalsha")
+	errs := eng.OrderVirtuals(ctx, ev, []queue.VirtualOrder{
+		{v(0), 1, seat(1)}, {v(1), 2, seat(1)}, {v(2), 3, seat(2)}, {"alice", 1, seat(3)}, {v(3), 4, "Z-99"},
+		{v(5), 6, seat(4)}, {v(3), 4, seat(3)}, {v(4), 5, seat(4)},
+	})
+	if n := MustCommandCalls(t, rdb, "evalsha") - before; n != 1 {
+		t.Errorf("%d EVALSHAs for one run of orders, want 1", n)
+	}
+	want := []struct {
+		code   queue.Code
+		status queue.Status
+	}{{}, {queue.CodeSeatTaken, ""}, {}, {queue.CodeTokenOwnerMismatch, ""}, {queue.CodeSeatNotFound, ""},
+		{queue.CodeNotActive, queue.StatusDone}, {}, {}}
+	for i, w := range want {
+		if w.code == "" {
+			if errs[i] != nil {
+				t.Errorf("order %d: %v, want sold", i, errs[i])
+			}
+			continue
+		}
+		MustCode(t, errs[i], w.code, w.status)
+	}
+	owners, err := eng.SeatOwners(ctx, "ev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOwners := map[string]string{seat(1): v(0), seat(2): v(2), seat(3): v(3), seat(4): v(4), seat(9): v(5)}
+	if fmt.Sprint(owners) != fmt.Sprint(wantOwners) {
+		t.Errorf("seat owners %v, want %v", owners, wantOwners)
+	}
+}
+
+// TestOrderVirtualsNeverSellTwice: runs of crowd purchases racing each
+// other for the same seats sell each seat once and each attempt one seat.
+func TestOrderVirtualsNeverSellTwice(t *testing.T) {
+	eng, _, _ := MustEngine(t)
+	ctx := context.Background()
+	const users, seats, runs = 200, 50, 20
+	ev := MustEvent(t, eng, "ev", func(ev *queue.Event) { ev.Seats, ev.Capacity, ev.AdmitBatch = seats, users, users })
+	MustCrowdLease(t, eng, "ev", "r1")
+	MustJoinCrowd(t, eng, "ev", "r1", 0, users) // seqs 1..users
+	MustTick(t, eng, "ev")
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	sold := map[string]int{}
+	for r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Run r: users r, r+runs, … each try seat (k·7) mod seats.
+			var orders []queue.VirtualOrder
+			for k := r; k < users; k += runs {
+				orders = append(orders, queue.VirtualOrder{UserID: crowdPrefix + strconv.Itoa(k), Seq: int64(k) + 1,
+					Seat: queue.SeatID(seats, k*7%seats)})
+			}
+			for i, err := range eng.OrderVirtuals(ctx, ev, orders) {
+				switch queue.ErrorCode(err) {
+				case "":
+					mu.Lock()
+					sold[orders[i].Seat]++
+					mu.Unlock()
+				case queue.CodeSeatTaken, queue.CodeSoldOut:
+				default:
+					t.Errorf("order %+v: %v", orders[i], err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	owners, err := eng.SeatOwners(ctx, "ev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sold) != len(owners) {
+		t.Errorf("%d seats sold by the answers, %d in Redis", len(sold), len(owners))
+	}
+	for seat, n := range sold {
+		if n != 1 || owners[seat] == "" {
+			t.Errorf("seat %s sold %d times (owner %q)", seat, n, owners[seat])
+		}
 	}
 }

@@ -50,7 +50,7 @@ func TestDecimalsAcrossTens(t *testing.T) {
 	}
 	// Two buy; the rest run out of time.
 	for _, i := range []int{10, 100} {
-		if _, err := eng.OrderVirtual(ctx, ev, user(i), int64(i), queue.SeatID(ev.Seats, i)); err != nil {
+		if err := OrderVirtual(ctx, eng, ev, user(i), int64(i), queue.SeatID(ev.Seats, i)); err != nil {
 			t.Fatalf("order %d: %v", i, err)
 		}
 	}

@@ -190,6 +190,35 @@ func (e *Engine) run(ctx context.Context, s *luaScript, eventID string, args ...
 	return res, nil
 }
 
+// runAll runs hot script s on eventID's keys once per args, as run would,
+// all in one pipeline when batching is on (a run of them is then one call
+// of the script's many-call form); without it, one after the other.
+// res[i] and errs[i] are the i-th call's.
+func (e *Engine) runAll(ctx context.Context, s *luaScript, eventID string, args [][]any) (res [][]any, errs []error) {
+	argv := make([][]any, len(args))
+	now := e.now().UnixMilli()
+	for i, a := range args {
+		argv[i] = append(append(make([]any, 0, 2+len(a)), now, e.maxLen), a...)
+	}
+	if e.batch == nil || !hot(s) {
+		res, errs = make([][]any, len(args)), make([]error, len(args))
+		for i, a := range args {
+			res[i], errs[i] = e.run(ctx, s, eventID, a...)
+		}
+		return res, errs
+	}
+	res, errs = e.batch.doAll(ctx, s, eventID, argv)
+	for i, err := range errs {
+		switch {
+		case err != nil:
+			errs[i] = storeErr(ctx, err)
+		case len(res[i]) == 0:
+			errs[i] = fmt.Errorf("queue: empty script reply")
+		}
+	}
+	return res, errs
+}
+
 // storeErr classifies a Redis failure: an unreachable or recovering store is
 // CodeUnavailable; a script bug or cancellation passes through.
 func storeErr(ctx context.Context, err error) error {

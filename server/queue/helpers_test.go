@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -100,3 +102,25 @@ func MustRecords(tb testing.TB, eng *queue.Engine, eventID string) []queue.Recor
 
 // redisZ is a waiting-set member for user u_<i> at seq i.
 func redisZ(i int) redis.Z { return redis.Z{Score: float64(i), Member: fmt.Sprintf("u_%d", i)} }
+
+// OrderVirtual buys seat for a VIRTUAL user's attempt seq through
+// OrderVirtuals, alone.
+func OrderVirtual(ctx context.Context, eng *queue.Engine, ev queue.Event, user string, seq int64, seat string) error {
+	return eng.OrderVirtuals(ctx, ev, []queue.VirtualOrder{{UserID: user, Seq: seq, Seat: seat}})[0]
+}
+
+// MustCommandCalls returns how many times the server has run command cmd
+// (lower case), calls inside scripts included.
+func MustCommandCalls(tb testing.TB, rdb *redis.Client, cmd string) int64 {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatalf("info commandstats: %v", err)
+	}
+	m := regexp.MustCompile(`(?m)^cmdstat_` + cmd + `:calls=(\d+)`).FindStringSubmatch(info)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}

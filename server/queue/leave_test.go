@@ -2,8 +2,6 @@ package queue_test
 
 import (
 	"context"
-	"regexp"
-	"strconv"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -13,19 +11,7 @@ import (
 
 // zranks returns how many ZRANKs the server has run, those inside scripts
 // included.
-func zranks(tb testing.TB, rdb *redis.Client) int64 {
-	tb.Helper()
-	info, err := rdb.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		tb.Fatalf("info commandstats: %v", err)
-	}
-	m := regexp.MustCompile(`(?m)^cmdstat_zrank:calls=(\d+)`).FindStringSubmatch(info)
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.ParseInt(m[1], 10, 64)
-	return n
-}
+func zranks(tb testing.TB, rdb *redis.Client) int64 { return MustCommandCalls(tb, rdb, "zrank") }
 
 // TestLeaveRanksOnce: leaving a waiting place finds the attempt's lane with
 // the one lookup that also checks the token, not a second one, and gives up
