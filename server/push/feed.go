@@ -211,8 +211,9 @@ func (f *feed) process(r queue.Record) {
 // run tails the stream until the hub closes or the feed has been idle long enough.
 func (f *feed) run() {
 	h := f.h
-	var lastTick time.Time
+	var lastTick, readAt time.Time
 	for h.ctx.Err() == nil {
+		readAt = time.Now()
 		recs, err := h.eng.Tail(h.ctx, f.eventID, f.lastIDNow(), tailBatch, h.block)
 		if err != nil {
 			if h.ctx.Err() == nil {
@@ -241,6 +242,12 @@ func (f *feed) run() {
 		if time.Since(lastTick) >= h.tick {
 			lastTick = time.Now()
 			f.tick()
+		}
+		if len(recs) > 0 {
+			// More are likely on their way: let them gather (Hub.pace).
+			if wait := h.pace - time.Since(readAt); wait > 0 {
+				sleep(h, wait)
+			}
 		}
 	}
 }

@@ -35,6 +35,12 @@ const (
 	DefaultCorrectEvery = 30 * time.Second
 	// DefaultBlock is how long one stream read waits for new records.
 	DefaultBlock = 200 * time.Millisecond
+	// DefaultPace is the least time between two stream reads of one event
+	// while records keep coming: a busy stream is read in batches, a few
+	// reads a second, each a Redis round trip, rather than once per record
+	// (a practice drop's sale read it ~60 times a second). A record on a
+	// quiet stream still goes out as soon as it is written.
+	DefaultPace = 50 * time.Millisecond
 	// DefaultLinger keeps an event's tail running this long after its last subscriber left.
 	DefaultLinger = 10 * time.Second
 	// tailBatch is the most records one stream read returns.
@@ -129,6 +135,7 @@ type Hub struct {
 	correctBatch int
 	correctEvery time.Duration
 	block        time.Duration
+	pace         time.Duration
 	linger       time.Duration
 	obs          Observer
 	log          *slog.Logger
@@ -162,6 +169,10 @@ func WithCorrections(batch int, every time.Duration) Option {
 // stream a tick follows each read, so ticks come no faster than this.
 func WithBlock(d time.Duration) Option { return func(h *Hub) { h.block = d } }
 
+// WithPace sets the least time between two stream reads of one event while
+// records keep coming (0: read again at once).
+func WithPace(d time.Duration) Option { return func(h *Hub) { h.pace = d } }
+
 // WithLinger sets how long an event's tail outlives its last subscriber.
 func WithLinger(d time.Duration) Option { return func(h *Hub) { h.linger = d } }
 
@@ -174,7 +185,7 @@ func WithLogger(l *slog.Logger) Option { return func(h *Hub) { h.log = l } }
 // New returns a hub; Close stops it.
 func New(eng Engine, opts ...Option) *Hub {
 	h := &Hub{eng: eng, tick: DefaultTick, heartbeat: DefaultHeartbeat, every: DefaultPositionEvery, correctBatch: DefaultCorrectBatch,
-		correctEvery: DefaultCorrectEvery, block: DefaultBlock, linger: DefaultLinger, log: slog.Default(),
+		correctEvery: DefaultCorrectEvery, block: DefaultBlock, pace: DefaultPace, linger: DefaultLinger, log: slog.Default(),
 		feeds: map[string]*feed{}}
 	for _, o := range opts {
 		o(h)
