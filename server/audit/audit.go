@@ -39,6 +39,10 @@ const (
 	DefaultKeep = 5 * time.Minute
 	// DefaultTrimEvery is how often each event's stream is trimmed.
 	DefaultTrimEvery = 10 * time.Second
+	// DefaultRefresh is how often the running worker lists the events and
+	// measures their backlogs: each is a Redis round trip per round, and
+	// rounds come up to ten a second while records flow.
+	DefaultRefresh = time.Second
 	// DefaultWarnBacklog is the backlog (stream entries not yet written to
 	// SQL, all events together) past which the worker logs a warning.
 	DefaultWarnBacklog = 10_000
@@ -53,7 +57,8 @@ type Writer interface {
 
 // Observer learns of the orders the writer kept aside, e.g. to count them,
 // and of each event's backlog: the stream entries (each one or more
-// records) not yet written to SQL, after every round.
+// records) not yet written to SQL, measured every DefaultRefresh while Run
+// runs, and by every Round.
 type Observer interface {
 	Conflict(c queue.Conflict)
 	Backlog(eventID string, entries int64)
@@ -77,11 +82,17 @@ func WithWarnBacklog(n int64) Option { return func(w *Worker) { w.warnAt = n } }
 // group shares the work. Not safe for concurrent Run calls; Behind is safe
 // to call at any time.
 type Worker struct {
-	src       *queue.Engine
-	dst       Writer
-	consumer  string
-	log       *slog.Logger
-	groups    map[string]bool
+	src      *queue.Engine
+	dst      Writer
+	consumer string
+	log      *slog.Logger
+	groups   map[string]bool
+	// clean holds the events whose group has nothing pending for this
+	// consumer: everything it read it acknowledged, and no claim since.
+	clean     map[string]bool
+	ids       []string
+	listed    time.Time
+	measured  time.Time
 	claimed   time.Time
 	trimmed   time.Time
 	keep      time.Duration
@@ -89,7 +100,7 @@ type Worker struct {
 	warnAt    int64
 	warned    bool
 	obs       Observer
-	// behind is the backlog of every event after the last round.
+	// behind is the backlog of every event as last measured.
 	behind atomic.Int64
 }
 
@@ -98,7 +109,7 @@ func New(src *queue.Engine, dst Writer, consumer string, log *slog.Logger, opts 
 	if log == nil {
 		log = slog.Default()
 	}
-	w := &Worker{src: src, dst: dst, consumer: consumer, log: log, groups: map[string]bool{}, keep: DefaultKeep,
+	w := &Worker{src: src, dst: dst, consumer: consumer, log: log, groups: map[string]bool{}, clean: map[string]bool{}, keep: DefaultKeep,
 		trimEvery: DefaultTrimEvery, warnAt: DefaultWarnBacklog}
 	for _, o := range opts {
 		o(w)
@@ -109,8 +120,9 @@ func New(src *queue.Engine, dst Writer, consumer string, log *slog.Logger, opts 
 // Keep sets how long written records stay in the stream before trimming.
 func (w *Worker) Keep(d time.Duration) { w.keep = d }
 
-// Behind is the backlog after the last round: the stream entries of every
-// event not yet written to SQL (a batch entry holds many records).
+// Behind is the backlog as last measured (at most DefaultRefresh ago while
+// Run runs): the stream entries of every event not yet written to SQL (a
+// batch entry holds many records).
 func (w *Worker) Behind() int64 { return w.behind.Load() }
 
 // Run copies records until ctx ends. It pauses DefaultIdle after a round
@@ -119,7 +131,7 @@ func (w *Worker) Behind() int64 { return w.behind.Load() }
 func (w *Worker) Run(ctx context.Context) {
 	failing := false
 	for ctx.Err() == nil {
-		n, full, err := w.round(ctx)
+		n, full, err := w.round(ctx, false)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			if !failing {
@@ -141,18 +153,28 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
-// Round copies at most one batch per event and returns how many records it wrote.
+// Round copies at most one batch per event and returns how many records it
+// wrote; it lists the events and measures the backlogs afresh.
 func (w *Worker) Round(ctx context.Context) (int, error) {
-	n, _, err := w.round(ctx)
+	n, _, err := w.round(ctx, true)
 	return n, err
 }
 
 // round is Round, also reporting whether some event filled a whole batch
-// (more may be waiting).
-func (w *Worker) round(ctx context.Context) (total int, full bool, err error) {
-	ids, err := w.src.EventIDs(ctx)
-	if err != nil {
-		return 0, false, err
+// (more may be waiting). Unless fresh, it lists the events and measures
+// the backlogs only every DefaultRefresh.
+func (w *Worker) round(ctx context.Context, fresh bool) (total int, full bool, err error) {
+	if fresh || w.ids == nil || time.Since(w.listed) >= DefaultRefresh {
+		ids, err := w.src.EventIDs(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		w.ids, w.listed = ids, time.Now()
+	}
+	ids := w.ids
+	measure := fresh || time.Since(w.measured) >= DefaultRefresh
+	if measure {
+		w.measured = time.Now()
 	}
 	claim := time.Since(w.claimed) > DefaultClaimAfter/3
 	if claim {
@@ -181,6 +203,9 @@ func (w *Worker) round(ctx context.Context) (total int, full bool, err error) {
 			delete(w.groups, id)
 			errs = append(errs, fmt.Errorf("audit %s: %w", id, err)) // the other events go on
 		}
+		if !measure {
+			continue
+		}
 		if n, err := w.src.Backlog(ctx, id, DefaultGroup); err == nil {
 			behind += n
 			if w.obs != nil {
@@ -188,8 +213,10 @@ func (w *Worker) round(ctx context.Context) (total int, full bool, err error) {
 			}
 		}
 	}
-	w.behind.Store(behind)
-	w.warn(behind)
+	if measure {
+		w.behind.Store(behind)
+		w.warn(behind)
+	}
 	return total, full, errors.Join(errs...)
 }
 
@@ -221,10 +248,15 @@ func (w *Worker) event(ctx context.Context, id string, claim, trim bool) (writte
 			return 0, 0, err
 		}
 		w.groups[id] = true
+		delete(w.clean, id) // a worker started or the group remade: look
 	}
 	if claim {
-		if _, err := w.src.Claim(ctx, id, DefaultGroup, w.consumer, DefaultClaimAfter, DefaultBatch); err != nil {
+		n, err := w.src.Claim(ctx, id, DefaultGroup, w.consumer, DefaultClaimAfter, DefaultBatch)
+		if err != nil {
 			return 0, 0, err
+		}
+		if n > 0 {
+			delete(w.clean, id)
 		}
 	}
 	if trim {
@@ -232,10 +264,17 @@ func (w *Worker) event(ctx context.Context, id string, claim, trim bool) (writte
 			return 0, 0, err
 		}
 	}
-	recs, err := w.src.ReadGroup(ctx, id, DefaultGroup, w.consumer, DefaultBatch)
-	if err != nil || len(recs) == 0 {
+	pending := !w.clean[id]
+	recs, err := w.src.ReadGroup(ctx, id, DefaultGroup, w.consumer, DefaultBatch, pending)
+	if err != nil {
 		return 0, 0, err
 	}
+	if len(recs) == 0 {
+		w.clean[id] = true
+		return 0, 0, nil
+	}
+	// Until this batch is acknowledged it is pending.
+	delete(w.clean, id)
 	acks := make([]string, 0, len(recs))
 	kept := recs[:0]
 	for _, r := range recs {
@@ -262,6 +301,8 @@ func (w *Worker) event(ctx context.Context, id string, claim, trim bool) (writte
 	if err := w.src.Ack(ctx, id, DefaultGroup, acks...); err != nil {
 		return 0, len(recs), err
 	}
+	// A full batch of what was pending may have left more of it.
+	w.clean[id] = !pending || len(recs) < DefaultBatch
 	return len(kept), len(recs), nil
 }
 

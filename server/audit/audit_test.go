@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rushline/rushline/internal/testutil"
 	"github.com/rushline/rushline/server/audit"
@@ -481,5 +485,102 @@ func TestSQLOutageUnderSteadyJoinsLosesNothing(t *testing.T) {
 	})
 	if !strings.Contains(logs.String(), "SQL has caught up") {
 		t.Errorf("no word of the catch-up in the log:\n%s", logs)
+	}
+}
+
+// commandCalls returns the calls per command from Redis's INFO commandstats.
+func commandCalls(tb testing.TB, rdb *redis.Client) map[string]int64 {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	calls := map[string]int64{}
+	for _, m := range regexp.MustCompile(`(?m)^cmdstat_([a-z|]+):calls=(\d+)`).FindAllStringSubmatch(info, -1) {
+		calls[m[1]], _ = strconv.ParseInt(m[2], 10, 64)
+	}
+	return calls
+}
+
+// pendingPasses counts the XREADGROUPs that read a pending list (from id
+// "0") rather than new entries.
+type pendingPasses struct{ n atomic.Int64 }
+
+func (p *pendingPasses) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (p *pendingPasses) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if cmd.Name() == "xreadgroup" && fmt.Sprint(args[len(args)-1]) == "0" {
+			p.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (p *pendingPasses) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestRunRoundTrips: while records flow, a running worker reads only what is
+// new, with no pass over a pending list it knows is empty, and lists the
+// events and measures their backlogs about once a second rather than every
+// round: each is a Redis round trip, and rounds come every 100 ms. It still
+// writes every record.
+func TestRunRoundTrips(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	passes := &pendingPasses{}
+	rdb.AddHook(passes)
+	eng := queue.New(rdb, []byte("k"))
+	db := storetest.MustOpen(t, store.DialectSQLite)
+	ev := queue.Event{ID: "flowing", Seats: 5, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 100, ActiveTTLS: 60, Policy: queue.PolicyBatch}
+	if err := eng.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	before := commandCalls(t, rdb)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		audit.New(eng, db, "a", nil).Run(ctx)
+	}()
+	start := time.Now()
+	joins := 0
+	for ; time.Since(start) < 2*time.Second; joins++ {
+		if _, _, err := eng.Join(ctx, ev.ID, fmt.Sprintf("u_%d", joins)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		entries, err := db.Entries(ctx, ev.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) == joins {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d records written", len(entries), joins)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	elapsed := time.Since(start)
+	after := commandCalls(t, rdb)
+	d := func(cmd string) int64 { return after[cmd] - before[cmd] }
+	t.Logf("%d joins in %v: smembers %d, xinfo|groups %d, xreadgroup %d, xack %d", joins, elapsed,
+		d("smembers"), d("xinfo|groups"), d("xreadgroup"), d("xack"))
+	perSecond := int64(elapsed/audit.DefaultRefresh) + 2
+	if d("smembers") > perSecond || d("xinfo|groups") > perSecond {
+		t.Errorf("events listed %d and backlogs measured %d times in %v; want at most %d (once a second)",
+			d("smembers"), d("xinfo|groups"), elapsed, perSecond)
+	}
+	// The first round looks at its pending list; the rest, each of which
+	// acknowledged all it read, have none to look at.
+	if n, acks := passes.n.Load(), d("xack"); acks < 2 || n > 1 {
+		t.Errorf("%d reads of the pending list over %d acknowledged rounds, want 1", n, acks)
 	}
 }

@@ -108,12 +108,18 @@ func (e *Engine) EnsureGroup(ctx context.Context, eventID, group string) error {
 const readPage = 100
 
 // ReadGroup returns about count records for consumer in group (it stops at
-// the first whole entry that reaches count): first those it was given
-// before and has not acknowledged, then new ones. It does not block.
-func (e *Engine) ReadGroup(ctx context.Context, eventID, group, consumer string, count int64) ([]Record, error) {
+// the first whole entry that reaches count): first, when pending is set,
+// those it was given before and has not acknowledged, then new ones. It does
+// not block. A consumer that acknowledged everything it read has nothing
+// pending (unless Claim gave it some), and spares the round trip.
+func (e *Engine) ReadGroup(ctx context.Context, eventID, group, consumer string, count int64, pending bool) ([]Record, error) {
 	stream := key(eventID, keyStream)
 	var recs []Record
-	for _, pending := range []bool{true, false} {
+	passes := []bool{false}
+	if pending {
+		passes = []bool{true, false}
+	}
+	for _, pending := range passes {
 		start := ">"
 		if pending {
 			start = "0"
