@@ -153,7 +153,7 @@ func TestDropCrowdSurvivesAKilledReplica(t *testing.T) {
 // no seat was sold twice.
 func mustCrowdOnce(ctx context.Context, tb testing.TB, rdb *redis.Client, d dropBody, crowd int) {
 	tb.Helper()
-	prefix := drop.VirtualPrefix(d.ID)
+	prefix := drop.CrowdPrefix
 	seen := map[string]int{}
 	line, err := rdb.ZRange(ctx, queue.Keys(d.Event)[2], 0, -1).Result()
 	if err != nil {
@@ -276,7 +276,7 @@ func dropThroughAFlush(t *testing.T, dialect string) {
 
 	// Every virtual user has one seq wherever it is: in line (Redis) or in
 	// the audit trail (SQL).
-	prefix := drop.VirtualPrefix(d.ID)
+	prefix := drop.CrowdPrefix
 	seqs := map[string]map[int64]bool{}
 	note := func(user string, seq int64) {
 		if !strings.HasPrefix(user, prefix) {

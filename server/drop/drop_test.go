@@ -58,7 +58,11 @@ func TestIDs(t *testing.T) {
 			t.Errorf("IDOfEvent(%q) took it for a drop's", other)
 		}
 	}
-	if p := drop.VirtualPrefix(id); p != "VIRTUAL:d-2026-11-25t2000-hard-" || queue.TypeOf(p+"7") != queue.UserVirtual {
+	// A drop stored before drops kept their prefix had its id in it.
+	if p := (drop.Drop{ID: id}).VirtualPrefix(); p != "VIRTUAL:d-2026-11-25t2000-hard-" || queue.TypeOf(p+"7") != queue.UserVirtual {
+		t.Errorf("legacy VirtualPrefix = %q", p)
+	}
+	if p := (drop.Drop{ID: id, Prefix: drop.CrowdPrefix}).VirtualPrefix(); p != "VIRTUAL:~" || queue.TypeOf(p+"7") != queue.UserVirtual {
 		t.Errorf("VirtualPrefix = %q", p)
 	}
 }

@@ -186,7 +186,7 @@ func (w *world) crowdAudit(tb testing.TB, d drop.Drop) (crowd int, sold int) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	prefix := drop.VirtualPrefix(d.ID)
+	prefix := d.VirtualPrefix()
 	for _, m := range members {
 		if len(m) > len(prefix) && m[:len(prefix)] == prefix {
 			seen[m] = true

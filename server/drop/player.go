@@ -118,7 +118,7 @@ type player struct {
 }
 
 func (s *Service) newPlayer(d Drop) *player {
-	return &player{s: s, d: d, prefix: VirtualPrefix(d.ID), queued: map[string]bool{}, people: map[string]*person{},
+	return &player{s: s, d: d, prefix: d.VirtualPrefix(), queued: map[string]bool{}, people: map[string]*person{},
 		times: map[string]int64{}}
 }
 

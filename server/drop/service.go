@@ -231,7 +231,7 @@ func (s *Service) newDrop(id, schedule string, sc *scenario.Scenario, level Leve
 	c := sc.Event.Create
 	d := Drop{ID: id, Event: EventID(id), Scenario: sc.Name, Level: level, Crowd: expectedCrowd(sc),
 		Seats: min(c.Seats, MaxSeats), OpensAt: opensAt.UTC().Truncate(time.Millisecond), Schedule: schedule,
-		CreatedAt: s.now().Truncate(time.Microsecond), Held: true}
+		CreatedAt: s.now().Truncate(time.Microsecond), Held: true, Prefix: CrowdPrefix}
 	if crowd != nil {
 		d.Crowd = *crowd
 	}

@@ -67,7 +67,7 @@ func TestCrowdTakesTheSteps(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			prefix := drop.VirtualPrefix(d.ID)
+			prefix := d.VirtualPrefix()
 			admitted := map[string]time.Time{}
 			var bought []drop.User
 			for _, r := range recs {

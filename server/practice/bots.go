@@ -94,7 +94,7 @@ func (s *Service) tally(d drop.Drop) *tally {
 // read applies race d's records after the tally's last read: the bots'
 // admissions (their waits, from their planned join times) and ends.
 func (t *tally) read(ctx context.Context, eng *queue.Engine, d drop.Drop, plan *drop.Plan) error {
-	prefix := drop.VirtualPrefix(d.ID)
+	prefix := d.VirtualPrefix()
 	for {
 		recs, err := eng.Records(ctx, d.Event, t.after, recordsPerRead)
 		if err != nil {

@@ -53,6 +53,9 @@ type DropRow struct {
 	// address it was started from.
 	Owner  string `gorm:"column:owner;not null;default:''"`
 	Client string `gorm:"column:client;not null;default:''"`
+	// Prefix starts the drop's virtual users' ids; '' for a drop stored
+	// before it was kept (drop.Drop.VirtualPrefix).
+	Prefix string `gorm:"column:crowd_prefix;not null;default:''"`
 }
 
 // TableName implements gorm's schema.Tabler.
@@ -61,7 +64,7 @@ func (DropRow) TableName() string { return "drops" }
 func dropRow(d drop.Drop) DropRow {
 	r := DropRow{ID: d.ID, EventID: d.Event, Scenario: d.Scenario, Level: d.Level, Crowd: d.Crowd, Seats: d.Seats,
 		OpensAt: utc(d.OpensAt), ClosesAt: utc(d.ClosesAt), Schedule: d.Schedule, Held: true, CreatedAt: utc(d.CreatedAt),
-		Owner: d.Owner, Client: d.Client}
+		Owner: d.Owner, Client: d.Client, Prefix: d.Prefix}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = now()
 	}
@@ -72,7 +75,7 @@ func dropRow(d drop.Drop) DropRow {
 func (r DropRow) Drop() drop.Drop {
 	d := drop.Drop{ID: r.ID, Event: r.EventID, Scenario: r.Scenario, Level: r.Level, Crowd: r.Crowd, Seats: r.Seats,
 		OpensAt: r.OpensAt.UTC(), ClosesAt: r.ClosesAt.UTC(), Schedule: r.Schedule, CreatedAt: r.CreatedAt.UTC(),
-		Held: r.Held, Owner: r.Owner, Client: r.Client}
+		Held: r.Held, Owner: r.Owner, Client: r.Client, Prefix: r.Prefix}
 	if r.FinishedAt != nil {
 		d.Final = &drop.Final{FinishedAt: r.FinishedAt.UTC(), SoldOut: r.SoldOut, Sold: r.Sold,
 			PeopleJoined: r.PeopleJoined, Joined: r.Joined, CrowdJoined: r.CrowdJoined, CrowdSold: r.CrowdSold,

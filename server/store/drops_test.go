@@ -18,7 +18,8 @@ import (
 func testDrop(id, scenario string, minutes int) drop.Drop {
 	at := t0.Add(time.Duration(minutes) * time.Minute)
 	return drop.Drop{ID: id, Event: drop.EventID(id), Scenario: scenario, Level: drop.LevelHard, Crowd: 200_000,
-		Seats: 2000, OpensAt: at, ClosesAt: at.Add(10 * time.Minute), Schedule: "hard", CreatedAt: t0.Add(-time.Hour), Held: true}
+		Seats: 2000, OpensAt: at, ClosesAt: at.Add(10 * time.Minute), Schedule: "hard", CreatedAt: t0.Add(-time.Hour), Held: true,
+		Prefix: drop.CrowdPrefix}
 }
 
 func dur(d time.Duration) *time.Duration { return &d }
@@ -62,11 +63,15 @@ func TestDrops(t *testing.T) {
 			ctx := context.Background()
 			s := storetest.MustOpen(t, dialect)
 			a, b, c := testDrop("d-a", "concert-rush", 10), testDrop("d-b", "concert-rush", 5), testDrop("d-c", "practice-2k", 20)
+			b.Prefix = "" // as stored before drops kept their crowd's prefix
 			MustCreateDrops(t, s, a, b, c)
 
 			got, err := s.Drop(ctx, "d-a")
 			if err != nil || !reflect.DeepEqual(got, a) {
 				t.Fatalf("Drop(d-a) = %+v, %v\nwant %+v", got, err, a)
+			}
+			if got, err := s.Drop(ctx, "d-b"); err != nil || got.VirtualPrefix() != "VIRTUAL:d-b-" {
+				t.Fatalf("Drop(d-b) = %+v, %v; want the legacy prefix", got, err)
 			}
 			_, err = s.Drop(ctx, "d-zzz")
 			mustCode(t, err, queue.CodeDropNotFound)
