@@ -171,6 +171,13 @@ func procCPU(pid int) time.Duration {
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times (100 on Linux).
 const clockTicks = 100
 
+// clientIdle is how long the bench's HTTP clients keep an idle connection:
+// under the server's 2-minute IdleTimeout, so a request never goes out on a
+// connection the server is closing at that moment. A POST that does gets
+// EOF, and Go does not retry it (a drop's person ordering after waiting
+// two minutes in line did, in 2 of 4 drop benches).
+const clientIdle = 90 * time.Second
+
 // Settle waits until the server uses under a tenth of a core (background
 // work after a bulk fill done), or until limit passes.
 func (s *Server) Settle(ctx context.Context, limit time.Duration) {

@@ -254,7 +254,7 @@ func Drop(ctx context.Context, cfg DropConfig) (*DropFigures, error) {
 	}
 	defer rp.Stop()
 	r := &dropRun{cfg: cfg, rp: rp, rdb: redis.NewClient(&redis.Options{Addr: rp.Addr()}),
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}},
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, IdleConnTimeout: clientIdle}},
 		res: &DropFigures{Scenario: cfg.Scenario, Level: cfg.Level, Crowd: cfg.Crowd, People: cfg.People, Seats: cfg.Seats,
 			Outcomes: map[string]int{}}}
 	defer r.rdb.Close()

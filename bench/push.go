@@ -77,7 +77,7 @@ func Push(ctx context.Context, cfg PushConfig) (PushResult, error) {
 	if cfg.Progress != nil {
 		fmt.Fprintf(cfg.Progress, "server %s (pid %d), redis %s\n", srv.URL, srv.cmd.Process.Pid, rp.Addr())
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0, IdleConnTimeout: clientIdle}}
 	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
 	sim := map[string]string{"X-Simulator-Key": srv.Keys.Simulator}
 	const ev = "push-bench"

@@ -113,7 +113,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Result, error) {
 		cfg.Warmup = DefaultWarmup
 	}
 	r := &runner{cfg: cfg, dir: dir, logf: logf, tokens: map[string][]string{}, totals: map[string]*loadTotals{},
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 30 * time.Second},
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: clientIdle}, Timeout: 30 * time.Second},
 		res: &Result{Schema: Schema, Date: time.Now().UTC().Truncate(time.Second), Host: cfg.Host, CPUs: runtime.NumCPU(),
 			Go: runtime.Version(), Settings: Settings{DurationS: cfg.Duration.Seconds(), Rounds: cfg.Rounds, Connections: cfg.Connections, Sizes: cfg.Sizes}}}
 	defer r.close()
