@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/rushline/rushline/server/queue"
@@ -88,22 +87,25 @@ func pick(col string) string {
 	return fmt.Sprintf("%[2]s = CASE WHEN %[1]s THEN excluded.%[2]s ELSE entries.%[2]s END", entryWins, col)
 }
 
-// The multi-row INSERTs WriteRecords runs.
+// The INSERTs WriteRecords runs, each taking all its rows as one argument.
 var (
-	insertEntries = &bulkInsert{
+	insertEntries = &jsonInsert{
 		table: "entries",
-		cols: []string{"event_id", "seq", "user_id", "user_type", "status", "status_at", "joined_at", "admitted_at", "finished_at", "lane",
-			"admission_no"},
+		cols: []column{{"event_id", colText}, {"seq", colInt}, {"user_id", colText}, {"user_type", colText},
+			{"status", colText}, {"status_at", colTime}, {"joined_at", colTime}, {"admitted_at", colTime},
+			{"finished_at", colTime}, {"lane", colText}, {"admission_no", colInt}},
 		suffix: entryUpsert,
 	}
-	insertTransitions = &bulkInsert{
-		table:  "entry_transitions",
-		cols:   []string{"stream_id", "event_id", "seq", "user_id", "status", "at", "lane"},
+	insertTransitions = &jsonInsert{
+		table: "entry_transitions",
+		cols: []column{{"stream_id", colText}, {"event_id", colText}, {"seq", colInt}, {"user_id", colText},
+			{"status", colText}, {"at", colTime}, {"lane", colText}},
 		suffix: "ON CONFLICT DO NOTHING",
 	}
-	insertOrders = &bulkInsert{
-		table:  "orders",
-		cols:   []string{"order_id", "event_id", "seat", "user_id", "seq", "created_at"},
+	insertOrders = &jsonInsert{
+		table: "orders",
+		cols: []column{{"order_id", colText}, {"event_id", colText}, {"seat", colText}, {"user_id", colText},
+			{"seq", colInt}, {"created_at", colTime}},
 		suffix: "ON CONFLICT DO NOTHING",
 	}
 )
@@ -158,15 +160,16 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 	if err != nil {
 		return nil, unavailable(fmt.Sprintf("write %d records", len(recs)), err)
 	}
-	transitions := make([]any, 0, len(recs)*len(insertTransitions.cols))
-	var orders []any
+	var transitions, orders, entries jsonRows
+	transitions.grow(len(recs) * 96)
 	var sold, late []queue.Record
 	var redeemed []queue.Record
 	byKey := make(map[entryKey]*Entry, len(recs))
 	for _, r := range recs {
 		st, _ := statusOf(r.Kind)
 		at := utc(r.At)
-		transitions = append(transitions, r.Key(), r.EventID, r.Seq, r.UserID, string(st), at, string(r.Lane))
+		transitions.row().str(r.Key()).str(r.EventID).int(r.Seq).str(r.UserID).str(string(st)).time(at).
+			str(string(r.Lane)).end()
 		if streamMS(r.ID) < fences[r.EventID] {
 			if r.Kind == queue.RecordDone && r.OrderID != "" {
 				late = append(late, r)
@@ -177,7 +180,7 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 			redeemed = append(redeemed, r)
 		}
 		if r.Kind == queue.RecordDone && r.OrderID != "" {
-			orders = append(orders, r.OrderID, r.EventID, r.Seat, r.UserID, r.Seq, at)
+			orders.row().str(r.OrderID).str(r.EventID).str(r.Seat).str(r.UserID).int(r.Seq).time(at).end()
 			sold = append(sold, r)
 		}
 
@@ -221,20 +224,24 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 	slices.SortFunc(keyed, func(a, b *Entry) int {
 		return cmp.Or(cmp.Compare(a.EventID, b.EventID), cmp.Compare(a.Seq, b.Seq))
 	})
-	entries := make([]any, 0, len(keyed)*len(insertEntries.cols))
+	entries.grow(len(keyed) * 160)
 	for _, e := range keyed {
-		entries = append(entries, e.EventID, e.Seq, e.UserID, string(e.UserType), string(e.Status), e.StatusAt,
-			timeArg(e.JoinedAt), timeArg(e.AdmittedAt), timeArg(e.FinishedAt), string(e.Lane), e.AdmissionNo)
+		entries.row().str(e.EventID).int(e.Seq).str(e.UserID).str(string(e.UserType)).str(string(e.Status)).
+			time(e.StatusAt).timePtr(e.JoinedAt).timePtr(e.AdmittedAt).timePtr(e.FinishedAt).str(string(e.Lane)).
+			int(e.AdmissionNo).end()
 	}
 
 	batches := []struct {
-		ins  *bulkInsert
-		args []any
-	}{{insertEntries, entries}, {insertTransitions, transitions}, {insertOrders, orders}}
+		ins  *jsonInsert
+		rows *jsonRows
+	}{{insertEntries, &entries}, {insertTransitions, &transitions}, {insertOrders, &orders}}
 	// Prepare before the transaction takes its connection, so that even a
 	// one-connection pool has one free to prepare on.
 	for _, b := range batches {
-		if err := s.prepare(ctx, b.ins, b.args); err != nil {
+		if b.rows.n == 0 {
+			continue
+		}
+		if _, err := s.stmt(ctx, b.ins); err != nil {
 			return nil, unavailable(fmt.Sprintf("write %d records", len(recs)), err)
 		}
 	}
@@ -251,7 +258,7 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 			return errors.New("a rebuild moved an event's fence; retrying")
 		}
 		for _, b := range batches {
-			if err := s.insert(ctx, tx, b.ins, b.args); err != nil {
+			if err := s.insert(ctx, tx, b.ins, b.rows); err != nil {
 				return err
 			}
 		}
@@ -403,14 +410,6 @@ func (s *Store) keepAside(ctx context.Context, tx *sql.Tx, sold, late []queue.Re
 	return kept, nil
 }
 
-// timeArg is t as a statement argument: NULL when t is nil.
-func timeArg(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return *t
-}
-
 func earliest(cur *time.Time, at time.Time) *time.Time {
 	if cur == nil || at.Before(*cur) {
 		return &at
@@ -457,131 +456,6 @@ func (s *Store) Orders(ctx context.Context, eventID string) ([]Order, error) {
 	return rows, nil
 }
 
-// bulkInsert is a multi-row INSERT into one table. WriteRecords cuts its rows
-// into statements of bulkSizes rows, each prepared once per connection, so a
-// batch of any size costs a few executions and no SQL parsing.
-type bulkInsert struct {
-	table  string
-	cols   []string
-	suffix string
-}
-
-// bulkSizes are the row counts of the prepared statements, largest first.
-// 256 rows of at most 11 columns stay well under the bind limits of SQLite
-// (32,766) and PostgreSQL (65,535).
-var bulkSizes = [...]int{256, 64, 16, 4, 1}
-
-// chunk is the rows of the next statement for rows rows left.
-func chunk(rows int) int {
-	for _, n := range bulkSizes {
-		if rows >= n {
-			return n
-		}
-	}
-	return 0
-}
-
-// text is the statement text for rows rows in dialect.
-func (b *bulkInsert) text(dialect string, rows int) string {
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO ")
-	sb.WriteString(b.table)
-	sb.WriteString(" (")
-	sb.WriteString(strings.Join(b.cols, ", "))
-	sb.WriteString(") VALUES ")
-	arg := 0
-	for r := range rows {
-		if r > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteByte('(')
-		for c := range b.cols {
-			if c > 0 {
-				sb.WriteString(", ")
-			}
-			arg++
-			if dialect == DialectPostgres {
-				sb.WriteByte('$')
-				sb.WriteString(strconv.Itoa(arg))
-			} else {
-				sb.WriteByte('?')
-			}
-		}
-		sb.WriteByte(')')
-	}
-	sb.WriteByte(' ')
-	sb.WriteString(b.suffix)
-	return sb.String()
-}
-
-type stmtKey struct {
-	ins  *bulkInsert
-	rows int
-}
-
-// stmtCache holds a store's prepared statements until Close.
-type stmtCache struct {
-	mu sync.Mutex
-	m  map[stmtKey]*sql.Stmt
-}
-
-// stmt returns the prepared statement for rows rows of ins, preparing it on
-// the pool the first time.
-func (s *Store) stmt(ctx context.Context, ins *bulkInsert, rows int) (*sql.Stmt, error) {
-	c := &s.stmts
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := stmtKey{ins, rows}
-	if st := c.m[k]; st != nil {
-		return st, nil
-	}
-	if !s.ready.Load() {
-		return nil, errNotConnected
-	}
-	pool, err := s.db.DB()
-	if err != nil {
-		return nil, err
-	}
-	st, err := pool.PrepareContext(ctx, ins.text(s.dialect, rows))
-	if err != nil {
-		return nil, fmt.Errorf("prepare %s: %w", ins.table, err)
-	}
-	if c.m == nil {
-		c.m = map[stmtKey]*sql.Stmt{}
-	}
-	c.m[k] = st
-	return st, nil
-}
-
-// prepare makes sure the statements insert needs for args exist.
-func (s *Store) prepare(ctx context.Context, ins *bulkInsert, args []any) error {
-	for rows := len(args) / len(ins.cols); rows > 0; {
-		n := chunk(rows)
-		if _, err := s.stmt(ctx, ins, n); err != nil {
-			return err
-		}
-		rows -= n
-	}
-	return nil
-}
-
-// insert runs ins in tx for args, len(ins.cols) of them per row.
-func (s *Store) insert(ctx context.Context, tx *sql.Tx, ins *bulkInsert, args []any) error {
-	w := len(ins.cols)
-	for len(args) > 0 {
-		n := chunk(len(args) / w)
-		st, err := s.stmt(ctx, ins, n)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args[:n*w]...); err != nil {
-			return fmt.Errorf("%s: %w", ins.table, err)
-		}
-		args = args[n*w:]
-	}
-	return nil
-}
-
 // inTx runs fn in one transaction on the store's pool, committing when it
 // returns nil.
 func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
@@ -601,18 +475,6 @@ func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	return tx.Commit()
-}
-
-// close closes the prepared statements.
-func (c *stmtCache) close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var errs []error
-	for k, st := range c.m {
-		errs = append(errs, st.Close())
-		delete(c.m, k)
-	}
-	return errors.Join(errs...)
 }
 
 // RecentAdmissions returns up to limit of eventID's admitted attempts with an

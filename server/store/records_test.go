@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -271,6 +272,39 @@ func TestWriteRecords(t *testing.T) {
 				}
 			}
 		}},
+		// Text goes through as it is: quotes, backslashes, control
+		// characters, non-ASCII letters and spaces in user ids, seats and
+		// order ids.
+		{"any text", func(t *testing.T, ctx context.Context, s *store.Store) {
+			odd := []string{`say "hi"`, `back\slash\`, "new\nline\ttab\r", "bell\x07 and \x1f", "Zoë 🎟 ✓", "</script>&<'", " spaced "}
+			var recs []queue.Record
+			for i, u := range odd {
+				seq := int64(i + 1)
+				recs = append(recs, rec(fmt.Sprintf("%d-0", seq), queue.RecordJoined, seq, u, t0),
+					doneRec(fmt.Sprintf("%d-1", seq), seq, u, t0.Add(time.Second), "seat "+u, "order "+u))
+			}
+			mustWrite(t, ctx, s, recs)
+			snap := mustSnapshot(t, ctx, s, "ev1")
+			if len(snap.Entries) != len(odd) || len(snap.Orders) != len(odd) {
+				t.Fatalf("%d entries and %d orders, want %d of each", len(snap.Entries), len(snap.Orders), len(odd))
+			}
+			for i, e := range snap.Entries {
+				if e.UserID != odd[i] || e.Status != queue.StatusDone {
+					t.Errorf("entry %d: user %q, status %s; want %q, DONE", i, e.UserID, e.Status, odd[i])
+				}
+				for _, tr := range snap.Transitions[e.Seq] {
+					if tr.UserID != odd[i] {
+						t.Errorf("transition %s: user %q, want %q", tr.StreamID, tr.UserID, odd[i])
+					}
+				}
+			}
+			for _, o := range snap.Orders {
+				u := odd[o.Seq-1]
+				if o.UserID != u || o.Seat != "seat "+u || o.OrderID != "order "+u {
+					t.Errorf("order of seq %d: %+v, want user, seat and order id of %q", o.Seq, o, u)
+				}
+			}
+		}},
 		// Records of several events in one batch stay apart.
 		{"two events", func(t *testing.T, ctx context.Context, s *store.Store) {
 			other := rec("1000-0", queue.RecordJoined, 1, "zoe", t0) // same stream id and seq, other event
@@ -391,4 +425,50 @@ func BenchmarkWriteRecords(b *testing.B) {
 		batches++
 	}
 	b.ReportMetric(float64(batches*len(batch))/b.Elapsed().Seconds(), "records/s")
+}
+
+// BenchmarkWriteJoins writes what the audit writer reads under a burst of
+// joins: batches of 2,000 joined records (queue audit.DefaultBatch), each a
+// new token. ns/record is the SQL part of a join's server CPU.
+func BenchmarkWriteJoins(b *testing.B) {
+	for _, dialect := range storetest.Dialects {
+		b.Run(dialect, func(b *testing.B) {
+			s := storetest.MustOpen(b, dialect)
+			ctx := b.Context()
+			const size = 2000
+			batch := make([]queue.Record, size)
+			var (
+				seq int64
+				cpu time.Duration
+			)
+			for b.Loop() {
+				b.StopTimer()
+				at := t0.Add(time.Duration(seq) * time.Millisecond)
+				for i := range batch {
+					seq++
+					batch[i] = rec(fmt.Sprintf("%d-0", seq), queue.RecordJoined, seq, fmt.Sprintf("VIRTUAL:j%d", seq), at)
+				}
+				b.StartTimer()
+				before := processCPU(b)
+				if _, err := s.WriteRecords(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+				cpu += processCPU(b) - before
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/record")
+			// The process's CPU, the SQLite library's included (it runs in
+			// process); PostgreSQL's server is not counted.
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*size), "cpu-ns/record")
+		})
+	}
+}
+
+// processCPU is the CPU time the test process has used so far.
+func processCPU(tb testing.TB) time.Duration {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
