@@ -227,3 +227,38 @@ func mapList(m *queue.SeatMap, err error) ([]queue.Seat, error) {
 	}
 	return m.List(), nil
 }
+
+// TestSeatMapListIsOneRead: a map answered as one list, however many of its
+// seats are sold, is read in one round trip that brings the sold seats'
+// names alone: one HKEYS, no HSCAN steps.
+func TestSeatMapListIsOneRead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	eng, _, rdb := MustEngine(t)
+	ev := MustEvent(t, eng, "list", func(ev *queue.Event) { ev.Seats, ev.Capacity = queue.MaxSeatList, 5000 })
+	const sold = 2000 // two HSCAN steps' worth and more
+	for i := range sold {
+		mustSell(t, eng, ev, i*5)
+	}
+	reader := MustJoin(t, eng, ev.ID, "u_reader")
+	hkeys, hscans := MustCommandCalls(t, rdb, "hkeys"), MustCommandCalls(t, rdb, "hscan")
+	m, err := queue.NewSeatMaps(eng, time.Hour).Get(ctx, ev, reader.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, s := MustCommandCalls(t, rdb, "hkeys")-hkeys, MustCommandCalls(t, rdb, "hscan")-hscans; n != 1 || s != 0 {
+		t.Errorf("one list read took %d HKEYS and %d HSCAN calls, want 1 and 0", n, s)
+	}
+	taken := 0
+	for i := range queue.MaxSeatList {
+		if m.Taken(i) {
+			taken++
+			if i%5 != 0 || i/5 >= sold {
+				t.Fatalf("seat %d taken, never sold", i)
+			}
+		}
+	}
+	if taken != sold {
+		t.Errorf("%d seats taken in the map, %d sold", taken, sold)
+	}
+}
