@@ -96,6 +96,11 @@ var testQueueTokenKey = []byte("test-queue-token-key")
 // the production defaults.
 const testPushTick = 50 * time.Millisecond
 
+// testStreamProbe is how often a fixture's streams check whether their
+// client has gone: tests that close a stream need not wait out the 2 s
+// default.
+const testStreamProbe = 50 * time.Millisecond
+
 // FixtureOptions adjust a fixture.
 type FixtureOptions struct {
 	// Redis adjust its redis-server (e.g. redistest.AppendOnly).
@@ -191,6 +196,7 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 		BindDevice:    o.BindDevice,
 		StreamCeiling: o.StreamCeiling,
 		TrustProxy:    o.TrustProxy,
+		StreamProbe:   testStreamProbe,
 		Ready: map[string]func(context.Context) error{
 			"redis":    func(ctx context.Context) error { return rdb.Ping(ctx).Err() },
 			"database": st.Ping,

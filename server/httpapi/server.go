@@ -70,6 +70,9 @@ type Deps struct {
 	// AdmissionLog, when set, lists the admissions the live stream no longer
 	// holds (the audit trail in SQL).
 	AdmissionLog AdmissionLog
+	// StreamProbe is how often an open stream checks whether its client has
+	// gone; 0 means DefaultStreamProbe. Tests shorten it.
+	StreamProbe time.Duration
 }
 
 // AdmissionLog lists an event's admissions older than the live stream keeps.
@@ -103,6 +106,9 @@ func New(d Deps) *Server {
 	}
 	if d.Metrics == nil {
 		d.Metrics = metrics.New()
+	}
+	if d.StreamProbe <= 0 {
+		d.StreamProbe = DefaultStreamProbe
 	}
 	s := &Server{Deps: d, metrics: d.Metrics, observers: newObservers(d.Metrics.HTTP), log: d.Logger, router: gin.New()}
 	s.stats = newStatsHub(s.pollStats, statsEvery)

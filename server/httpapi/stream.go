@@ -18,8 +18,9 @@ const (
 	// keepAlive is how often a comment line keeps idle proxies from cutting a
 	// stream between position messages.
 	keepAlive = 15 * time.Second
-	// probeEvery is how often a stream checks whether its client has gone.
-	probeEvery = 2 * time.Second
+	// DefaultStreamProbe is how often a stream checks whether its client
+	// has gone, unless Deps.StreamProbe says otherwise.
+	DefaultStreamProbe = 2 * time.Second
 	// writeTimeout bounds one write to a slow or vanished client.
 	writeTimeout = 10 * time.Second
 )
@@ -221,7 +222,7 @@ func (s *Server) follow(ctx context.Context, w *sse, sub *push.Sub, en queue.Ent
 	if first.Position > 0 && w.send(first.ID, "position", positionData(first.Position, first.Waiting, first.ETA, first.Lane)) != nil {
 		return
 	}
-	probe := time.NewTicker(probeEvery)
+	probe := time.NewTicker(s.StreamProbe)
 	defer probe.Stop()
 	quiet := 0
 	for {
@@ -234,7 +235,7 @@ func (s *Server) follow(ctx context.Context, w *sse, sub *push.Sub, en queue.Ent
 			if w.gone() {
 				return
 			}
-			if quiet++; quiet*int(probeEvery) >= int(keepAlive) {
+			if quiet++; time.Duration(quiet)*s.StreamProbe >= keepAlive {
 				if w.comment("keep-alive") != nil {
 					return
 				}

@@ -701,7 +701,7 @@ func (f *Fixture) metricValue(tb testing.TB, series string) (float64, bool) {
 }
 
 // mustMetricEventually waits up to 5 s for cond to hold for series: a stream
-// notices a client that went away at its next probe, every 2 s.
+// notices a client that went away at its next probe (testStreamProbe).
 func (f *Fixture) mustMetricEventually(tb testing.TB, series string, desc string, cond func(v float64, ok bool) bool) {
 	tb.Helper()
 	deadline := time.Now().Add(5 * time.Second)

@@ -19,7 +19,7 @@ const MaxStreamsPerToken = 4
 const MaxStatsStreamsPerAddress = 64
 
 // streamRetryAfter is the Retry-After of a refused fifth stream: about the
-// time a server takes to notice that a client closed one (probeEvery).
+// time a server takes to notice that a client closed one (DefaultStreamProbe).
 const streamRetryAfter = "2"
 
 // Why a stream was refused, as rushline_streams_refused_total labels it.
