@@ -262,3 +262,39 @@ func TestSeatMapListIsOneRead(t *testing.T) {
 		t.Errorf("%d seats taken in the map, %d sold", taken, sold)
 	}
 }
+
+// TestSeatMapsServeASlowReadLonger: a snapshot is served for at least
+// four times as long as it took to read, even past the configured age, so
+// that readers of a map that is slow to read do not queue behind reread
+// after reread.
+func TestSeatMapsServeASlowReadLonger(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	eng, _, rdb := MustEngine(t)
+	hscans := &hscanCounter{}
+	rdb.AddHook(hscans)
+	ev := MustEvent(t, eng, "slow", func(ev *queue.Event) { ev.Seats, ev.Capacity = 25_001, 3000 })
+	for i := range 2500 { // several HSCAN steps
+		mustSell(t, eng, ev, i*8)
+	}
+	reader := MustJoin(t, eng, ev.ID, "u_reader")
+	// A nanosecond: past the configured age at once.
+	maps := queue.NewSeatMaps(eng, time.Nanosecond)
+	m, err := maps.Get(ctx, ev, reader.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := hscans.n.Load()
+	// The next read comes one round trip (the token's check) after the
+	// first, which took several: well within four times as long.
+	if again, err := maps.Get(ctx, ev, reader.Token); err != nil || again != m {
+		t.Errorf("Get right after a read of %d HSCAN steps = %p, %v; want the same snapshot %p", steps, again, err, m)
+	}
+	if n := hscans.n.Load() - steps; n != 0 {
+		t.Errorf("%d HSCAN calls to serve a snapshot read just now", n)
+	}
+	testutil.Eventually(t, 10*time.Second, "a fresh read once the snapshot is old", func() bool {
+		again, err := maps.Get(ctx, ev, reader.Token)
+		return err == nil && again != m
+	})
+}
