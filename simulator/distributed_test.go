@@ -38,7 +38,10 @@ func TestFourShardProcessesMergeToOneRun(t *testing.T) {
 	common := []string{"testdata/shards.yaml", "--target", target, "--admin-key", simtest.Keys.Admin,
 		"--simulator-key", simtest.Keys.Simulator, "--progress", "0", "--results", dir, "--lag-tolerance", "1s"}
 
-	startAt := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	// Room for five race-built simulator processes to start on a loaded
+	// two-core machine: with 3 s, a clean-clone CI run saw all four shards
+	// start late, a second's arrivals behind the one run.
+	startAt := time.Now().Add(8 * time.Second).UTC().Format(time.RFC3339Nano)
 	var wg sync.WaitGroup
 	errs := make([]error, 5)
 	outs := make([][]byte, 5)

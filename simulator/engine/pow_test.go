@@ -48,6 +48,7 @@ bots:
     reaction: {dist: constant, value: 10ms}
     think: {dist: constant, value: 10ms}
     seat: random
+    retry_on_taken: 10
 `))
 	if err != nil {
 		t.Fatal(err)
