@@ -105,6 +105,8 @@ const testStreamProbe = 50 * time.Millisecond
 type FixtureOptions struct {
 	// Redis adjust its redis-server (e.g. redistest.AppendOnly).
 	Redis []func(*redisproc.Options)
+	// RedisClient adjust the API's Redis client, after redistest.FailFast.
+	RedisClient []func(*redis.Options)
 	// Push adjust its SSE hub, after the fixture's own (tick and position
 	// gap testPushTick, metrics observer, quiet logger).
 	Push []push.Option
@@ -144,7 +146,7 @@ func MustServerWith(tb testing.TB, o FixtureOptions) *Fixture {
 	p := redistest.MustStart(tb, o.Redis...)
 	// FailFast: the tests that stop Redis get their 503s without waiting out
 	// go-redis's default dial retries.
-	rdb := redistest.MustClient(tb, p.Addr(), redistest.FailFast)
+	rdb := redistest.MustClient(tb, p.Addr(), append([]func(*redis.Options){redistest.FailFast}, o.RedisClient...)...)
 	// The hub's tails block on their connections: a client of their own, as in production.
 	tails := redistest.MustClient(tb, p.Addr(), redistest.FailFast)
 	st := storetest.MustOpen(tb, cmp.Or(o.Dialect, store.DialectSQLite))
