@@ -195,17 +195,17 @@ func (e *Engine) run(ctx context.Context, s *luaScript, eventID string, args ...
 // of the script's many-call form); without it, one after the other.
 // res[i] and errs[i] are the i-th call's.
 func (e *Engine) runAll(ctx context.Context, s *luaScript, eventID string, args [][]any) (res [][]any, errs []error) {
-	argv := make([][]any, len(args))
-	now := e.now().UnixMilli()
-	for i, a := range args {
-		argv[i] = append(append(make([]any, 0, 2+len(a)), now, e.maxLen), a...)
-	}
 	if e.batch == nil || !hot(s) {
 		res, errs = make([][]any, len(args)), make([]error, len(args))
 		for i, a := range args {
 			res[i], errs[i] = e.run(ctx, s, eventID, a...)
 		}
 		return res, errs
+	}
+	argv := make([][]any, len(args))
+	now := e.now().UnixMilli()
+	for i, a := range args {
+		argv[i] = append(append(make([]any, 0, 2+len(a)), now, e.maxLen), a...)
 	}
 	res, errs = e.batch.doAll(ctx, s, eventID, argv)
 	for i, err := range errs {
