@@ -57,7 +57,7 @@ test: test-deps lint
 
 ## test-short: the inner loop, under a minute: unit tests, the engine against Redis and the HTTP contract, without
 ## the race detector; the long end-to-end, fault, browser, replica-kill and bench smoke tests run only in `make test`
-test-short: deps
+test-short: test-deps
 	$(GO) build -o $(BIN)/testsummary ./internal/cmd/testsummary
 	set -o pipefail; $(GO) test -json $(SHORTFLAGS) $(SHORTPKGS) | $(BIN)/testsummary
 

@@ -1,6 +1,6 @@
 // Package admission runs the cluster-wide admission ticker: for every event,
-// the replica holding the event's Redis lease expires spent active windows on
-// a short sweep and promotes the head of the line once per admit interval.
+// the replica holding the event's Redis lease expires active windows as they
+// end and promotes the head of the line once per admit interval.
 // Any number of replicas may run a Runner on the same Redis; the lease, checked
 // inside each script, makes sure only one promotes.
 package admission
@@ -20,9 +20,14 @@ const (
 	// DefaultLease is how long a replica holds an event's admission lease
 	// without renewing it; a dead holder is replaced within about this long.
 	DefaultLease = 2 * time.Second
-	// DefaultSweep is how often the lease holder expires spent windows and
-	// checks whether a tick is due; followers retry the lease as often.
-	DefaultSweep = 100 * time.Millisecond
+	// DefaultSweep is the longest the lease holder waits between sweeps: it
+	// wakes sooner when the earliest active window ends or a tick is due,
+	// which each sweep tells it, so a sweep is a Redis round trip only when
+	// there is something to do. Followers retry the lease when it runs
+	// out, and at least this often. A window lasts a second or more
+	// (queue.Event.ActiveTTLS), longer than this, so one that begins while
+	// the holder waits never ends before the holder looks again.
+	DefaultSweep = 500 * time.Millisecond
 	// DefaultDiscover is how often the runner looks for new events.
 	DefaultDiscover = time.Second
 )
@@ -137,21 +142,33 @@ func (r *Runner) step(ctx context.Context, eventID string) (time.Duration, bool,
 		return 0, true, nil
 	}
 	if !sw.Leader {
-		return r.sweep, false, nil
+		return wait(sw.Wait, r.sweep), false, nil
 	}
 	if sw.Expired > 0 && r.obs != nil {
 		r.obs.Expired(eventID, sw.Expired)
 	}
+	longest := r.sweep
+	if sw.Ends != queue.NoWindow {
+		longest = min(longest, sw.Ends)
+	}
 	if sw.Wait > 0 {
-		return min(sw.Wait, r.sweep), false, nil
+		return wait(sw.Wait, longest), false, nil
 	}
 	start := time.Now()
 	res, err := r.eng.Tick(ctx, eventID, r.replica, r.lease)
 	if err != nil {
 		return 0, false, err
 	}
+	took := time.Since(start)
 	if res.Ran && r.obs != nil {
-		r.obs.Ticked(eventID, res, time.Since(start))
+		r.obs.Ticked(eventID, res, took)
 	}
-	return min(max(res.Next, time.Millisecond), r.sweep), res.Gone, nil
+	// The windows this tick began end a second or more from now, after
+	// the earliest one the sweep saw.
+	return wait(res.Next, longest-took), res.Gone, nil
+}
+
+// wait is d, at most longest and at least a millisecond.
+func wait(d, longest time.Duration) time.Duration {
+	return max(min(d, longest), time.Millisecond)
 }

@@ -193,3 +193,48 @@ func promotedBy(c *counter) int {
 	defer c.mu.Unlock()
 	return c.promoted
 }
+
+// expiries is an Observer that counts expired windows.
+type expiries struct{ n atomic.Int64 }
+
+func (e *expiries) Ticked(string, queue.TickResult, time.Duration) {}
+
+func (e *expiries) Expired(_ string, n int) { e.n.Add(int64(n)) }
+
+// TestSweepsWhenSomethingIsDue: the lease holder sweeps when a window ends
+// or a tick is due, and otherwise every DefaultSweep, not on a fixed short
+// period: an idle event costs Redis two round trips a second, not ten. The
+// one window still ends.
+func TestSweepsWhenSomethingIsDue(t *testing.T) {
+	p := redistest.MustStart(t)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	rdb := redistest.MustClient(t, p.Addr())
+	calls := &callCounter{}
+	rdb.AddHook(calls)
+	eng := queue.New(rdb, []byte("k"))
+	ev := queue.Event{ID: "quiet", Seats: 10, Capacity: 1, AdmitBatch: 1, AdmitIntervalMS: 60_000,
+		ActiveTTLS: 1, Policy: queue.PolicyBatch}
+	if err := eng.CreateEvent(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := eng.Join(ctx, ev.ID, "u_1"); err != nil {
+		t.Fatal(err)
+	}
+	ended := &expiries{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		admission.New(eng, "r1", admission.WithObserver(ended), admission.WithDiscover(10*time.Millisecond)).Run(ctx)
+	}()
+	testutil.Eventually(t, syncTimeout, "the window ends", func() bool { return ended.n.Load() == 1 })
+	// Nothing is active and the next tick is a minute away.
+	before, start := calls.n.Load(), time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	idle, most := calls.n.Load()-before, 2*int64(time.Since(start)/time.Second)+2
+	stop()
+	<-done
+	if idle > most {
+		t.Fatalf("%d script calls in %v of an idle event, want at most %d (two a second)", idle, time.Since(start), most)
+	}
+}

@@ -70,6 +70,8 @@ type world struct {
 	// eng is an engine for the test's own calls.
 	eng *queue.Engine
 	cat *queue.Catalog
+	// hook, when set, sees every call of the engines made after it is.
+	hook redis.Hook
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -86,7 +88,11 @@ func MustWorld(tb testing.TB, dialect string) *world {
 }
 
 func (w *world) engine(tb testing.TB) *queue.Engine {
-	eng := queue.New(redistest.MustClient(tb, w.addr), []byte("test-token-key"), queue.WithClock(w.clk.Now))
+	rdb := redistest.MustClient(tb, w.addr)
+	if w.hook != nil {
+		rdb.AddHook(w.hook)
+	}
+	eng := queue.New(rdb, []byte("test-token-key"), queue.WithClock(w.clk.Now))
 	tb.Cleanup(eng.Close)
 	return eng
 }

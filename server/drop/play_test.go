@@ -3,8 +3,13 @@ package drop_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/server/queue"
@@ -154,5 +159,65 @@ func MustCode(tb testing.TB, err error, code queue.Code) {
 	var qe *queue.Error
 	if !errors.As(err, &qe) || qe.Code != code {
 		tb.Fatalf("error = %v, want code %s", err, code)
+	}
+}
+
+// crowdJoins is a go-redis hook that counts the crowd join calls of its
+// clients and the virtual users they join.
+type crowdJoins struct{ calls, users atomic.Int64 }
+
+func (c *crowdJoins) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *crowdJoins) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		// A crowd join's last two arguments are its size and the prefix.
+		if args := cmd.Args(); len(args) > 2 && (cmd.Name() == "evalsha" || cmd.Name() == "eval") &&
+			fmt.Sprint(args[len(args)-1]) == drop.CrowdPrefix {
+			err := next(ctx, cmd)
+			if err == nil { // not a NOSCRIPT that go-redis retries with EVAL
+				n, _ := strconv.Atoi(fmt.Sprint(args[len(args)-2]))
+				c.calls.Add(1)
+				c.users.Add(int64(n))
+			}
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (c *crowdJoins) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestStragglersJoinInRuns: while fewer than a chunk of the crowd are due,
+// the player lets them gather for up to 100 ms and joins them in one call,
+// rather than one call per step: the whole crowd still joins, in calls of
+// tens of users, not of one or two.
+func TestStragglersJoinInRuns(t *testing.T) {
+	ctx := context.Background()
+	w := MustWorld(t, storetest.Dialects[0])
+	svc := w.MustService(t)
+	const crowd = 2000
+	d := w.MustCreate(t, svc, drop.LevelHard, crowd, 50).Drop
+	joins := &crowdJoins{}
+	w.hook = joins
+	w.MustReplica(t, "r1")
+	w.clk.Set(d.OpensAt)
+	clockCtx, stopClock := context.WithCancel(ctx)
+	defer stopClock()
+	// Real time: the tiny scenario's crowd arrives over half a second, and
+	// the player steps every 2 ms.
+	go w.clk.Run(clockCtx, 2*time.Millisecond, 2*time.Millisecond)
+	MustEventually(t, 60*time.Second, "the whole crowd joined", func() bool {
+		st, err := w.eng.CrowdState(ctx, d.Event)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Cursor == crowd
+	})
+	calls, users := joins.calls.Load(), joins.users.Load()
+	t.Logf("%d users in %d crowd join calls", users, calls)
+	if users != crowd || calls == 0 || users/calls < 20 {
+		t.Fatalf("%d users joined in %d calls; want all %d, at least 20 a call", users, calls, crowd)
 	}
 }

@@ -27,7 +27,12 @@ const (
 	// one script call's fixed part per run rather than one per purchase. A
 	// virtual user orders up to buyEvery after its think time, which is
 	// seconds long.
-	buyEvery        = 100 * time.Millisecond
+	buyEvery = 250 * time.Millisecond
+	// joinEvery is how long the player lets virtual users wait to join
+	// while fewer than a chunk are due: a crowd's stragglers join in calls
+	// of many, not in one call per step of a few, each with a script
+	// call's fixed part. Nobody joins more than joinEvery late.
+	joinEvery       = 100 * time.Millisecond
 	recordsPerRead  = 1000
 	maxReadsPerStep = 5
 	// seatTries is how many seats a virtual user tries in one go when the
@@ -36,10 +41,11 @@ const (
 	// readEvery is how often the player reads the event's records (or
 	// its flush, when sooner): its own orders it knows at once, a buyer
 	// admitted waits its think time (seconds) from its admission's record,
-	// and a person's end is written within readEvery + promptFlush. Each
-	// read is a Redis round trip: every step's read was a third of a
-	// drop's commands.
-	readEvery = 25 * time.Millisecond
+	// and a person's end is written within readEvery + promptFlush, soon
+	// enough for someone reading their result. Each read is a Redis round
+	// trip, and after the crowd has joined a drop is mostly such round
+	// trips while it sells out: a read every 25 ms was a third of them.
+	readEvery = 250 * time.Millisecond
 	// promptFlush is how soon the player writes the results after a
 	// person's attempt ends (a seat, a window run out, a leave, the seats
 	// gone), and after any change in a solo race, whose one person asks for
@@ -115,6 +121,7 @@ type player struct {
 	renewed      time.Time
 	readAt       time.Time
 	boughtAt     time.Time
+	joinedAt     time.Time
 }
 
 func (s *Service) newPlayer(d Drop) *player {
@@ -246,11 +253,17 @@ func (p *player) step(ctx context.Context) error {
 	return nil
 }
 
-// join puts in line the virtual users due by now.
+// join puts in line the virtual users due by now: whole chunks at once,
+// the rest joinEvery after the player last caught up.
 func (p *player) join(ctx context.Context, now time.Time) error {
 	due := int64(p.plan.Due(now.Sub(p.d.OpensAt)))
+	late := time.Since(p.joinedAt) >= min(joinEvery, p.s.flush)
 	for range maxChunksPerStep {
 		if p.cursor >= due {
+			p.joinedAt = time.Now()
+			return nil
+		}
+		if due-p.cursor < int64(p.s.chunk) && !late {
 			return nil
 		}
 		n := int(min(due-p.cursor, int64(p.s.chunk)))

@@ -770,7 +770,13 @@ type SweepResult struct {
 	Expired int
 	// Wait is how long until the lease ends (follower) or the next tick is due (leader).
 	Wait time.Duration
+	// Ends is how long until the earliest active window left ends (leader),
+	// or NoWindow when none is active.
+	Ends time.Duration
 }
+
+// NoWindow is SweepResult.Ends when no window is active.
+const NoWindow time.Duration = -1
 
 // Expire ends the active windows of eventID that have run out, under the
 // admission lease held by replica for lease: at most the engine's expire
@@ -788,6 +794,10 @@ func (e *Engine) Expire(ctx context.Context, eventID, replica string, lease time
 		case "LEADER":
 			n := int(toInt(r[1]))
 			res.Leader, res.Expired, res.Wait = true, res.Expired+n, time.Duration(toInt(r[2]))*time.Millisecond
+			res.Ends = NoWindow
+			if ends := toInt(r[3]); ends >= 0 {
+				res.Ends = time.Duration(ends) * time.Millisecond
+			}
 			if n < limit || res.Expired >= e.expireLimit {
 				return res, nil
 			}

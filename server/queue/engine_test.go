@@ -336,6 +336,10 @@ func TestLeaseAndExpire(t *testing.T) {
 	if err != nil || !sw.Leader || sw.Expired != 0 {
 		t.Fatalf("first sweep: %+v %v", sw, err)
 	}
+	// The two windows end a second from now, on the fake clock.
+	if sw.Ends != time.Second {
+		t.Fatalf("first sweep: the earliest window ends in %v, want 1s", sw.Ends)
+	}
 	// Another replica neither sweeps nor ticks while r1 holds the lease.
 	if sw, _ := eng.Expire(ctx, ev.ID, "r2", time.Minute); sw.Leader {
 		t.Fatal("r2 took a held lease")
@@ -345,8 +349,8 @@ func TestLeaseAndExpire(t *testing.T) {
 	}
 	clk.Advance(1500 * time.Millisecond)
 	sw, _ = eng.Expire(ctx, ev.ID, "r1", time.Minute)
-	if sw.Expired != 2 {
-		t.Fatalf("expired %d, want 2", sw.Expired)
+	if sw.Expired != 2 || sw.Ends != queue.NoWindow {
+		t.Fatalf("expired %d, the earliest window left ends in %v; want 2 and none left", sw.Expired, sw.Ends)
 	}
 	if st := MustStatus(t, eng, ev.ID, a.Token).Status; st != queue.StatusExpired {
 		t.Fatalf("a is %s", st)

@@ -5,8 +5,9 @@
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3] replica id, ARGV[4] lease ms, ARGV[5] most to expire in this call
 -- Returns {'LEADER', expired, ms until the next admission tick is due (0
--- while a tick is left unfinished)} or {'FOLLOWER', lease ms left} or {'GONE'}
--- when the event does not exist.
+-- while a tick is left unfinished), ms until the earliest window left ends
+-- (-1 when none is)} or {'FOLLOWER', lease ms left} or {'GONE'} when the
+-- event does not exist.
 -- The windows end as retire would end each, with one write per key and one
 -- stream entry for them all.
 if redis.call('EXISTS', K_CFG) == 0 then
@@ -52,4 +53,6 @@ end
 local n = redis.call('HMGET', K_N, 'next_tick', 'tick_p', 'tick_w')
 local wait = (tonumber(n[1]) or 0) - NOW
 if wait < 0 or (tonumber(n[2]) or 0) + (tonumber(n[3]) or 0) > 0 then wait = 0 end
-return {'LEADER', #due, wait}
+local first, ends = redis.call('ZRANGE', K_A, '0', '0', 'WITHSCORES'), -1
+if first[2] then ends = math.max(tonumber(first[2]) - NOW, 0) end
+return {'LEADER', #due, wait, ends}
