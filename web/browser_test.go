@@ -236,10 +236,22 @@ func MustEval[T any](tb testing.TB, b *browser, js string) T {
 	return v
 }
 
-// MustWait polls a JavaScript expression until it is truthy.
+// MustWait polls a JavaScript expression until it is truthy. When it never
+// is, the failure shows where the page is and what it says.
 func (b *browser) MustWait(tb testing.TB, what, js string, timeout time.Duration) {
 	tb.Helper()
-	b.MustRun(tb, "waiting for "+what, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(100*time.Millisecond)))
+	err := chromedp.Do(b.ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(timeout), chromedp.WithPollingInterval(100*time.Millisecond)))
+	if err == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	page, perr := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`location.hash + " | " + (document.querySelector("main") || document.body).innerText.replace(/\s+/g, " ").slice(0, 600)`))
+	if perr != nil {
+		page = "(unreadable: " + perr.Error() + ")"
+	}
+	tb.Fatalf("waiting for %s: %v; page problems: %v; the page: %s", what, err, b.Problems(), page)
 }
 
 // MustShot saves a screenshot of the whole page as an artifact and returns its path.

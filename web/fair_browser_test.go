@@ -20,7 +20,10 @@ func TestPageSolvesChallengeAndWaitsForDraw(t *testing.T) {
 	parallelBrowser(t)
 	srv, base := MustStartServer(t)
 	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
-	opens := time.Now().Add(12 * time.Second).UTC().Truncate(time.Second)
+	// The join must come before the opening: a 20-bit challenge takes a
+	// second or two alone, and tens of seconds in a Chromium starved by
+	// the rest of make test (a 12 s lead ran out in this machine's runs).
+	opens := time.Now().Add(30 * time.Second).UTC().Truncate(time.Second)
 	MustCall(t, "POST", base+"/api/v1/admin/events", admin, map[string]any{
 		"id": "web-fair", "name": "Fair opening", "seats": 30, "capacity": 5, "admit_batch": 5,
 		"admit_interval_ms": 100, "active_ttl_s": 60, "policy": "capacity",

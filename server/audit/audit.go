@@ -29,10 +29,8 @@ const (
 	DefaultIdle = 200 * time.Millisecond
 	// DefaultLinger is the pause after a round that found records but no
 	// full batch, so that the next round writes many at once: per-round
-	// costs (a stream read and an ack, each a Redis round trip, and a
-	// transaction) dominate small batches. SQL trails Redis by about this
-	// much while records trickle in.
-	DefaultLinger = 250 * time.Millisecond
+	// costs (stream reads, acks, a transaction) dominate small batches.
+	DefaultLinger = 100 * time.Millisecond
 	// DefaultClaimAfter is how long a record may sit unacknowledged with
 	// another replica before this one takes it over.
 	DefaultClaimAfter = 30 * time.Second
