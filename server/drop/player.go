@@ -26,8 +26,11 @@ const (
 	// time is over order: together, so that a crowd's purchases cost Redis
 	// one script call's fixed part per run rather than one per purchase. A
 	// virtual user orders up to buyEvery after its think time, which is
-	// seconds long.
-	buyEvery = 250 * time.Millisecond
+	// seconds long. Not longer: the windows a run ends free their room
+	// together, and a person in a small race saw their place jump rather
+	// than fall (every 250 ms, TestPracticeRace's page went from 10th to
+	// admitted).
+	buyEvery = 100 * time.Millisecond
 	// joinEvery is how long the player lets virtual users wait to join
 	// while fewer than a chunk are due: a crowd's stragglers join in calls
 	// of many, not in one call per step of a few, each with a script
