@@ -34,8 +34,11 @@ const (
 	// joinEvery is how long the player lets virtual users wait to join
 	// while fewer than a chunk are due: a crowd's stragglers join in calls
 	// of many, not in one call per step of a few, each with a script
-	// call's fixed part. Nobody joins more than joinEvery late.
-	joinEvery       = 100 * time.Millisecond
+	// call's fixed part. Nobody joins more than joinEvery late, and a
+	// person pressing in that time goes ahead of them: it stays short
+	// beside a human reaction (100 ms put the bots of a small race
+	// visibly behind the person, TestPracticeRace).
+	joinEvery       = 20 * time.Millisecond
 	recordsPerRead  = 1000
 	maxReadsPerStep = 5
 	// seatTries is how many seats a virtual user tries in one go when the
