@@ -106,6 +106,21 @@ func limiter(rdb redis.UniversalClient, rules ratelimit.Rules, log *slog.Logger)
 
 // streamCeiling is the most streams the server holds open: configured
 // when set, else what the descriptor limit, raised to its hard maximum, leaves.
+// nudging reports admission to its observer, and has this replica's push
+// feed read an event's stream at once after a tick that promoted: the people
+// it admitted hear of it within a round trip, not a busy stream's pace.
+type nudging struct {
+	admission.Observer
+	hub interface{ Nudge(eventID string) }
+}
+
+func (n nudging) Ticked(eventID string, res queue.TickResult, took time.Duration) {
+	n.Observer.Ticked(eventID, res, took)
+	if res.Promoted > 0 {
+		n.hub.Nudge(eventID)
+	}
+}
+
 func streamCeiling(configured int, log *slog.Logger) int {
 	n, err := raiseFileLimit()
 	switch {
@@ -248,7 +263,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		admission.New(eng, cfg.Replica, admission.WithObserver(m), admission.WithLogger(log)).Run(workCtx)
+		admission.New(eng, cfg.Replica, admission.WithObserver(nudging{m, hub}), admission.WithLogger(log)).Run(workCtx)
 	})
 	wg.Go(func() { auditor.Run(workCtx) })
 	wg.Go(func() { keeper.Run(workCtx) })

@@ -33,6 +33,8 @@ func laneIndex(l queue.Lane) int {
 type feed struct {
 	h       *Hub
 	eventID string
+	// wake ends a pace wait early (Hub.Nudge).
+	wake chan struct{}
 
 	mu         sync.Mutex
 	subs       map[*Sub]struct{}
@@ -246,7 +248,7 @@ func (f *feed) run() {
 		if len(recs) > 0 {
 			// More are likely on their way: let them gather (Hub.pace).
 			if wait := h.pace - time.Since(readAt); wait > 0 {
-				sleep(h, wait)
+				f.pause(wait)
 			}
 		}
 	}
@@ -319,6 +321,18 @@ func (f *feed) tick() {
 			u := Update{ID: f.lastID, Position: pos, Waiting: p.Waiting, ETA: p.ETA(pos), Lane: s.lane}
 			s.signal(func() { s.update = &u })
 		}
+	}
+}
+
+// pause waits d between two reads of a busy stream, less when the hub is
+// nudged meanwhile.
+func (f *feed) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-f.h.ctx.Done():
+	case <-f.wake:
+	case <-t.C:
 	}
 }
 

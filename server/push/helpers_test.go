@@ -187,6 +187,8 @@ type feedSpy struct {
 	ticksStarted int
 	ticksDone    int
 	marks        []tailMark
+	// read is the last record a tail read returned.
+	read string
 }
 
 // spyEngine passes the hub's calls through to a queue.Engine and watches
@@ -220,7 +222,13 @@ func (s *spyEngine) Tail(ctx context.Context, eventID, after string, count int64
 		f.marks = append(f.marks, tailMark{after: after, ticks: f.ticksStarted})
 	}
 	s.mu.Unlock()
-	return s.Engine.Tail(ctx, eventID, after, count, block)
+	recs, err := s.Engine.Tail(ctx, eventID, after, count, block)
+	if n := len(recs); n > 0 {
+		s.mu.Lock()
+		s.feed(eventID).read = recs[n-1].ID
+		s.mu.Unlock()
+	}
+	return recs, err
 }
 
 func (s *spyEngine) Progress(ctx context.Context, eventID string, attempts []queue.Attempt) (queue.Progress, error) {
@@ -254,6 +262,18 @@ func (s *spyEngine) WaitTailed(tb testing.TB, eventID, id string) {
 	waitFor(tb, "tail of "+eventID+" reads up to "+id, func() bool {
 		_, ok := s.tailedAt(eventID, id)
 		return ok
+	})
+}
+
+// WaitRead waits until a tail read of eventID has returned record id (or a
+// later one): the feed has it, though it may not have asked for more since.
+func (s *spyEngine) WaitRead(tb testing.TB, eventID, id string) {
+	tb.Helper()
+	waitFor(tb, "a tail read of "+eventID+" returning "+id, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		read := s.feed(eventID).read
+		return read != "" && queue.CompareIDs(read, id) >= 0
 	})
 }
 

@@ -46,3 +46,27 @@ func TestBusyStreamIsReadInBatches(t *testing.T) {
 		return final != nil && final.Seq == first.Seq
 	})
 }
+
+// TestNudgeSkipsThePace: after an admission, a nudge has a busy stream's
+// feed read at once, so the admitted subscriber hears of it without waiting
+// out the pace (an hour here).
+func TestNudgeSkipsThePace(t *testing.T) {
+	t.Parallel()
+	addr := MustRedis(t)
+	a := MustAdmin(t, addr)
+	ev := a.MustEvent(t, "nudged")
+	first := a.MustJoin(t, ev.ID, "first")
+	k := MustHub(t, addr, push.WithPace(time.Hour))
+	s, _ := k.MustSubscribe(t, ev.ID, first)
+	k.hub.Nudge("no-feed-here") // nothing to wake: a no-op
+
+	// A record read makes the stream busy: the feed now waits out its pace.
+	a.MustJoin(t, ev.ID, "second")
+	k.spy.WaitRead(t, ev.ID, a.MustLastID(t, ev.ID))
+	a.MustPromote(t, ev, 1)
+	k.hub.Nudge(ev.ID)
+	waitFor(t, "the first in line told it is admitted", func() bool {
+		_, final, _ := s.Take()
+		return final != nil && final.Seq == first.Seq
+	})
+}

@@ -247,6 +247,23 @@ func (h *Hub) Unsubscribe(s *Sub) {
 	}
 }
 
+// Nudge tells eventID's feed that records worth pushing at once are in its
+// stream, as after an admission tick that promoted: its next read skips the
+// pace (DefaultPace) it keeps while the stream is busy. Without a feed for
+// eventID on this replica it does nothing.
+func (h *Hub) Nudge(eventID string) {
+	h.mu.Lock()
+	f := h.feeds[eventID]
+	h.mu.Unlock()
+	if f == nil {
+		return
+	}
+	select {
+	case f.wake <- struct{}{}:
+	default: // a nudge is pending already
+	}
+}
+
 // Subscribers counts the subscribers of eventID on this replica.
 func (h *Hub) Subscribers(eventID string) int {
 	h.mu.Lock()
@@ -278,7 +295,7 @@ func (h *Hub) feedFor(ctx context.Context, eventID string) (*feed, error) {
 	if f := h.feeds[eventID]; f != nil {
 		return f, nil // another caller started it meanwhile
 	}
-	f := &feed{h: h, eventID: eventID, lastID: last, subs: map[*Sub]struct{}{}, bySeq: map[int64][]*Sub{},
+	f := &feed{h: h, eventID: eventID, wake: make(chan struct{}, 1), lastID: last, subs: map[*Sub]struct{}{}, bySeq: map[int64][]*Sub{},
 		emptySince: time.Now()}
 	h.feeds[eventID] = f
 	h.wg.Go(f.run)
