@@ -104,8 +104,6 @@ func limiter(rdb redis.UniversalClient, rules ratelimit.Rules, log *slog.Logger)
 	return ratelimit.New(rdb, rules)
 }
 
-// streamCeiling is the most streams the server holds open: configured
-// when set, else what the descriptor limit, raised to its hard maximum, leaves.
 // nudging reports admission to its observer, and has this replica's push
 // feed read an event's stream at once after a tick that promoted: the people
 // it admitted hear of it within a round trip, not a busy stream's pace.
@@ -121,6 +119,8 @@ func (n nudging) Ticked(eventID string, res queue.TickResult, took time.Duration
 	}
 }
 
+// streamCeiling is the most streams the server holds open: configured
+// when set, else what the descriptor limit, raised to its hard maximum, leaves.
 func streamCeiling(configured int, log *slog.Logger) int {
 	n, err := raiseFileLimit()
 	switch {

@@ -220,7 +220,7 @@ func (f *feed) run() {
 		if err != nil {
 			if h.ctx.Err() == nil {
 				h.log.Warn("push: tail failed; retrying", "event", f.eventID, "err", err)
-				sleep(h, 200*time.Millisecond)
+				sleep(h, 200*time.Millisecond, nil)
 			}
 			continue
 		}
@@ -248,7 +248,7 @@ func (f *feed) run() {
 		if len(recs) > 0 {
 			// More are likely on their way: let them gather (Hub.pace).
 			if wait := h.pace - time.Since(readAt); wait > 0 {
-				f.pause(wait)
+				sleep(h, wait, f.wake) // less when nudged (Hub.Nudge)
 			}
 		}
 	}
@@ -324,23 +324,13 @@ func (f *feed) tick() {
 	}
 }
 
-// pause waits d between two reads of a busy stream, less when the hub is
-// nudged meanwhile.
-func (f *feed) pause(d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-f.h.ctx.Done():
-	case <-f.wake:
-	case <-t.C:
-	}
-}
-
-func sleep(h *Hub, d time.Duration) {
+// sleep waits d, or less when the hub closes or wake (nil: never) fires.
+func sleep(h *Hub, d time.Duration, wake <-chan struct{}) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-h.ctx.Done():
+	case <-wake:
 	case <-t.C:
 	}
 }
