@@ -239,10 +239,7 @@ func (h *Hub) Subscribe(ctx context.Context, eventID string, seq int64, userID s
 
 // Unsubscribe removes s; its event's tail stops after the linger time if s was the last.
 func (h *Hub) Unsubscribe(s *Sub) {
-	h.mu.Lock()
-	f := h.feeds[s.EventID]
-	h.mu.Unlock()
-	if f != nil {
+	if f := h.running(s.EventID); f != nil {
 		f.remove(s)
 	}
 }
@@ -252,9 +249,7 @@ func (h *Hub) Unsubscribe(s *Sub) {
 // pace (DefaultPace) it keeps while the stream is busy. Without a feed for
 // eventID on this replica it does nothing.
 func (h *Hub) Nudge(eventID string) {
-	h.mu.Lock()
-	f := h.feeds[eventID]
-	h.mu.Unlock()
+	f := h.running(eventID)
 	if f == nil {
 		return
 	}
@@ -266,15 +261,20 @@ func (h *Hub) Nudge(eventID string) {
 
 // Subscribers counts the subscribers of eventID on this replica.
 func (h *Hub) Subscribers(eventID string) int {
-	h.mu.Lock()
-	f := h.feeds[eventID]
-	h.mu.Unlock()
+	f := h.running(eventID)
 	if f == nil {
 		return 0
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.subs)
+}
+
+// running returns eventID's feed on this replica, or nil.
+func (h *Hub) running(eventID string) *feed {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.feeds[eventID]
 }
 
 func (h *Hub) feedFor(ctx context.Context, eventID string) (*feed, error) {
