@@ -507,18 +507,30 @@ func TestPracticeRace(t *testing.T) {
 		t.Errorf("after an early press the status says %q, want a 'Not yet' sentence", early)
 	}
 
-	// Join 0.5 s after the opening: the bots (reaction median 0.4 s, spread
-	// over 2 s) have formed a line by then, and most of them are still to come.
-	// The moment is set by the clock, not by watching the line, so a slow,
-	// busy server changes whom the join lands behind very little.
+	// Join once the bots (reaction median 0.4 s, spread over 2 s) have formed
+	// a line of at least lineAhead: with 10 admitted at a time the place then
+	// falls in several steps. Not before 0.5 s after the opening, and judged by
+	// the line, not the clock alone: in a loaded CI run the crowd had put only
+	// five bots in line by then, and the person was admitted from place 6 in
+	// one step.
+	const lineAhead = 30
 	var ev struct {
 		OpensAt time.Time `json:"opens_at"`
+		Stats   struct {
+			Waiting int `json:"waiting"`
+		} `json:"stats"`
 	}
 	MustCall(t, "GET", base+"/api/v1/events/"+eventID, nil, nil, &ev)
 	if ev.OpensAt.IsZero() {
 		t.Fatal("the practice event has no opens_at")
 	}
 	time.Sleep(time.Until(ev.OpensAt.Add(500 * time.Millisecond)))
+	for deadline := time.Now().Add(30 * time.Second); ev.Stats.Waiting < lineAhead; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the bots' line is %d long 30 s after the opening, want %d", ev.Stats.Waiting, lineAhead)
+		}
+		MustCall(t, "GET", base+"/api/v1/events/"+eventID, nil, nil, &ev)
+	}
 	b.MustWait(t, "the open join button", `document.getElementById("join-btn").getAttribute("aria-disabled") === "false"`, 10*time.Second)
 	b.MustRun(t, "joining with the keyboard", chromedp.Focus(chromedp.ID("join-btn")), chromedp.KeyEvent("\r"))
 	b.MustWait(t, "the waiting page", visible("#w-position"), 20*time.Second)
