@@ -52,11 +52,15 @@ type Batching struct {
 	// for others to join it, as long as the last pipeline carried more than
 	// one call (a lone caller never waits).
 	Gather time.Duration
+	// Snapshot has status reads answered from one MULTI/EXEC snapshot of
+	// their event's line where it can answer them (see snapshot.go), and
+	// verify.lua otherwise.
+	Snapshot bool
 }
 
 // DefaultBatching is the engine's batching unless WithBatching changes it.
 var DefaultBatching = Batching{Size: DefaultBatchSize, InFlight: DefaultBatchInFlight, Wait: DefaultBatchWait,
-	Gather: DefaultBatchGather}
+	Gather: DefaultBatchGather, Snapshot: true}
 
 // WithBatching sets how the hot scripts (join, status, verify, leave, order)
 // are coalesced into pipelines; Batching{} sends each on its own.
@@ -104,6 +108,8 @@ type batcher struct {
 	last      int
 	gathering bool
 	gather    *time.Timer
+	// views remembers what status read snapshots found, by event.
+	views views
 }
 
 func newBatcher(rdb redis.UniversalClient, cfg Batching, many map[*redis.Script]manyForm) *batcher {
@@ -276,13 +282,77 @@ func (b *batcher) overdue() {
 	}
 }
 
-// exec sends batch as one pipeline, answers every call, and hands the next
-// queued calls to a new goroutine.
+// exec sends batch, answers every call, and hands the next queued calls to
+// a new goroutine. Its status reads go to a snapshot first, while the
+// other calls go as one pipeline; those the snapshot leaves go after.
 func (b *batcher) exec(batch []*call) {
 	// The pipeline serves many callers, so no one caller's cancellation may
 	// cut it short; go-redis's own timeouts bound it.
 	ctx := context.Background()
-	groups := b.group(batch)
+	reads, others := []*call(nil), batch
+	if b.cfg.Snapshot {
+		reads, others = statusReads(batch)
+	}
+	switch {
+	case len(reads) == 0:
+		b.send(ctx, others)
+	case len(others) == 0:
+		b.send(ctx, b.snapshots(ctx, reads))
+	default:
+		// The others need no snapshot: they go meanwhile.
+		left := make(chan []*call, 1)
+		go func() { left <- b.snapshots(ctx, reads) }()
+		b.send(ctx, others)
+		b.send(ctx, <-left)
+	}
+
+	b.mu.Lock()
+	b.running--
+	var next []*call
+	if len(b.queue) > 0 && b.running < b.cfg.InFlight {
+		next = b.takeLocked()
+	}
+	if b.running == 0 {
+		b.idle.Broadcast()
+	}
+	b.mu.Unlock()
+	if next != nil {
+		go b.exec(next)
+	}
+}
+
+// statusReads splits batch into its verify.lua calls and the rest, each in
+// order; a batch of one kind comes back whole.
+func statusReads(batch []*call) (reads, others []*call) {
+	n := 0
+	for _, c := range batch {
+		if c.script == scriptVerify {
+			n++
+		}
+	}
+	switch n {
+	case 0:
+		return nil, batch
+	case len(batch):
+		return batch, nil
+	}
+	reads, others = make([]*call, 0, n), make([]*call, 0, len(batch)-n)
+	for _, c := range batch {
+		if c.script == scriptVerify {
+			reads = append(reads, c)
+		} else {
+			others = append(others, c)
+		}
+	}
+	return reads, others
+}
+
+// send sends calls as one pipeline and answers every one.
+func (b *batcher) send(ctx context.Context, calls []*call) {
+	if len(calls) == 0 {
+		return
+	}
+	groups := b.group(calls)
 	cmds := make([]*redis.Cmd, len(groups))
 	pipe := b.rdb.Pipeline()
 	for i, g := range groups {
@@ -305,20 +375,6 @@ func (b *batcher) exec(batch []*call) {
 	}
 	for i, g := range groups {
 		g.answer(cmds[i])
-	}
-
-	b.mu.Lock()
-	b.running--
-	var next []*call
-	if len(b.queue) > 0 && b.running < b.cfg.InFlight {
-		next = b.takeLocked()
-	}
-	if b.running == 0 {
-		b.idle.Broadcast()
-	}
-	b.mu.Unlock()
-	if next != nil {
-		go b.exec(next)
 	}
 }
 

@@ -137,10 +137,13 @@ func TestBatchHammer(t *testing.T) {
 		name string
 		b    queue.Batching
 	}{
-		// The default: up to 64 calls per pipeline, 4 pipelines in flight.
+		// The default: up to 128 calls per pipeline, one pipeline in flight,
+		// status reads from snapshots.
 		{"default", queue.DefaultBatching},
+		// Status reads all through verify.lua, in runs.
+		{"no-snapshots", noSnapshots},
 		// One pipeline in flight and tiny batches: long queues, many hand-overs.
-		{"one-in-flight", queue.Batching{Size: 3, InFlight: 1, Wait: time.Millisecond}},
+		{"one-in-flight", queue.Batching{Size: 3, InFlight: 1, Wait: time.Millisecond, Snapshot: true}},
 		// No batching at all: the same checks hold for plain calls.
 		{"off", queue.Batching{}},
 	} {
@@ -165,6 +168,35 @@ func TestBatchCluster(t *testing.T) {
 		events[i] = fmt.Sprintf("cl-%d", i)
 	}
 	hammer(t, eng, events)
+	// Status reads of the events' lines, at once, come from snapshots: one
+	// transaction per event (a cluster refuses one across slots), no script.
+	var toks, ids []string
+	for _, id := range events {
+		for i := range 5 {
+			toks, ids = append(toks, MustJoin(t, eng, id, fmt.Sprintf("VIRTUAL:snap%d", i)).Token), append(ids, id)
+		}
+	}
+	evals := func() int64 {
+		var n atomic.Int64
+		_ = cc.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+			n.Add(MustCommandCalls(t, m, "evalsha") + MustCommandCalls(t, m, "eval"))
+			return nil
+		})
+		return n.Load()
+	}
+	before := evals()
+	var wg sync.WaitGroup
+	for i, tok := range toks {
+		wg.Go(func() {
+			if st, err := eng.Status(context.Background(), ids[i], tok); err != nil || st.Status != queue.StatusWaiting {
+				t.Errorf("status of %s on %s: %+v, %v", tok, ids[i], st, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := evals() - before; n != 0 {
+		t.Errorf("%d status reads across %d events ran %d scripts, want 0", len(toks), len(events), n)
+	}
 	// A flushed script cache on every master: the next pipelines load it again.
 	if err := cc.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
 		return m.ScriptFlush(ctx).Err()

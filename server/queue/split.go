@@ -140,3 +140,37 @@ func lookupArg(user string, seq int64) []byte {
 	}
 	return binary.BigEndian.AppendUint64(append(b, 0xcf), u)
 }
+
+// lookupParts reads back the user id and seq of one lookup lookupArg wrote;
+// ok is false for anything else.
+func lookupParts(b []byte) (user string, seq int64, ok bool) {
+	if len(b) == 0 {
+		return "", 0, false
+	}
+	n, head := 0, 0
+	switch t := b[0]; {
+	case t&0xe0 == 0xa0:
+		n, head = int(t&0x1f), 1
+	case t == 0xd9 && len(b) >= 2:
+		n, head = int(b[1]), 2
+	case t == 0xda && len(b) >= 3:
+		n, head = int(binary.BigEndian.Uint16(b[1:])), 3
+	default:
+		return "", 0, false
+	}
+	if len(b) < head+n+1 {
+		return "", 0, false
+	}
+	user, rest := string(b[head:head+n]), b[head+n:]
+	switch t := rest[0]; {
+	case t < 0x80 && len(rest) == 1:
+		return user, int64(t), true
+	case t == 0xce && len(rest) == 5:
+		return user, int64(binary.BigEndian.Uint32(rest[1:])), true
+	case t == 0xcf && len(rest) == 9:
+		if u := binary.BigEndian.Uint64(rest[1:]); u <= 1<<62 {
+			return user, int64(u), true
+		}
+	}
+	return "", 0, false
+}

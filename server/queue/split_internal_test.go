@@ -73,6 +73,49 @@ return a`)
 	}
 }
 
+// TestLookupPartsReadsLookupArg reads back what lookupArg writes, in every
+// length class of user id and width of seq, and refuses anything else: a
+// run of two lookups, a cut one, a foreign type byte.
+func TestLookupPartsReadsLookupArg(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		user string
+		seq  int64
+	}{
+		{"fixstr and fixint", "u", 0},
+		{"fixstr edge and fixint edge", strings.Repeat("a", 31), 127},
+		{"str8 and uint32", strings.Repeat("b", 32), 128},
+		{"str8 edge and uint32 edge", strings.Repeat("c", 255), 1<<32 - 1},
+		{"str16 and uint64", strings.Repeat("d", 256), 1 << 32},
+		{"VIRTUAL id and a large seq", "VIRTUAL:bot-7", 1 << 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			user, seq, ok := lookupParts(lookupArg(tc.user, tc.seq))
+			if !ok || user != tc.user || seq != tc.seq {
+				t.Errorf("read back %q, %d, %v; want %q, %d", user, seq, ok, tc.user, tc.seq)
+			}
+		})
+	}
+	one := lookupArg("VIRTUAL:u1", 70000)
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"empty", nil},
+		{"two lookups", append(append([]byte(nil), one...), lookupArg("u2", 3)...)},
+		{"cut in the seq", one[:len(one)-2]},
+		{"cut in the user", one[:4]},
+		{"a map, not a str", append([]byte{0x81}, one[1:]...)},
+		{"a negative fixint seq", append(lookupArg("u", 1)[:2], 0xff)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if user, seq, ok := lookupParts(tc.b); ok {
+				t.Errorf("read %q, %d from % x; want a refusal", user, seq, tc.b)
+			}
+		})
+	}
+}
+
 // TestSplitRefusesMalformedReplies holds the splitters to replies that do
 // not answer exactly the calls of the run: each is an error, never a call
 // answered with another's values.
