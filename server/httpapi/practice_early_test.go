@@ -119,16 +119,32 @@ func TestPracticeEarlyResult(t *testing.T) {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()
 					_, token := f.MustSession(t, "racer")
-					start := f.MustDo(t, "POST", "/api/v1/practice", Bearer(token), map[string]any{"scenario": tc.scenario, "opens_in_s": 3})
-					MustStatus(t, start, http.StatusCreated)
-					r := &race{f: f, id: obj(start.Body, "event")["id"].(string), token: token}
-					opensAt, err := time.Parse(time.RFC3339Nano, start.Str("opens_at"))
-					if err != nil {
-						t.Fatal(err)
-					}
-					r.mustPending(t, "have not joined")
-					if tc.paused {
+					var (
+						r       *race
+						opensAt time.Time
+					)
+					for attempt := 1; ; attempt++ {
+						start := f.MustDo(t, "POST", "/api/v1/practice", Bearer(token), map[string]any{"scenario": tc.scenario, "opens_in_s": 3})
+						MustStatus(t, start, http.StatusCreated)
+						r = &race{f: f, id: obj(start.Body, "event")["id"].(string), token: token}
+						var err error
+						if opensAt, err = time.Parse(time.RFC3339Nano, start.Str("opens_at")); err != nil {
+							t.Fatal(err)
+						}
+						r.mustPending(t, "have not joined")
+						if !tc.paused {
+							break
+						}
 						MustStatus(t, f.MustDo(t, "POST", "/api/v1/admin/events/"+r.id+"/pause", adminH, nil), http.StatusOK)
+						if time.Now().Before(opensAt) {
+							break
+						}
+						// On a loaded machine the pause can land after the
+						// opening, when the line has moved: race again.
+						if attempt == 3 {
+							t.Fatalf("the pause landed after the opening in %d races", attempt)
+						}
+						t.Logf("race %d: the pause landed after the opening; starting another", attempt)
 					}
 					time.Sleep(time.Until(opensAt) + 20*time.Millisecond)
 					if tc.botsAhead > 0 {
