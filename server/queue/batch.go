@@ -52,15 +52,15 @@ type Batching struct {
 	// for others to join it, as long as the last pipeline carried more than
 	// one call (a lone caller never waits).
 	Gather time.Duration
-	// Snapshot has status reads answered from one MULTI/EXEC snapshot of
-	// their event's line where it can answer them (see snapshot.go), and
-	// verify.lua otherwise.
-	Snapshot bool
+	// StatusSnapshots has status reads answered from one MULTI/EXEC
+	// snapshot of their event's line where it can answer them (see
+	// snapshot.go), and by verify.lua otherwise.
+	StatusSnapshots bool
 }
 
 // DefaultBatching is the engine's batching unless WithBatching changes it.
 var DefaultBatching = Batching{Size: DefaultBatchSize, InFlight: DefaultBatchInFlight, Wait: DefaultBatchWait,
-	Gather: DefaultBatchGather, Snapshot: true}
+	Gather: DefaultBatchGather, StatusSnapshots: true}
 
 // WithBatching sets how the hot scripts (join, status, verify, leave, order)
 // are coalesced into pipelines; Batching{} sends each on its own.
@@ -80,8 +80,8 @@ type call struct {
 	res   []any
 	err   error
 	done  chan struct{}
-	// buf holds res for a call of a run answered as one (see manyForm), so
-	// that answering it allocates nothing.
+	// buf holds res for a call of a run answered as one (see manyForm) or
+	// from a status snapshot, so that answering it allocates nothing.
 	buf [joinWidth + joinShared]any
 }
 
@@ -283,27 +283,25 @@ func (b *batcher) overdue() {
 }
 
 // exec sends batch, answers every call, and hands the next queued calls to
-// a new goroutine. Its status reads go to a snapshot first, while the
-// other calls go as one pipeline; those the snapshot leaves go after.
+// a new goroutine. Its status reads a snapshot may answer go to one (see
+// snapshot.go) while the other calls go as one pipeline; those the
+// snapshot leaves go after.
 func (b *batcher) exec(batch []*call) {
 	// The pipeline serves many callers, so no one caller's cancellation may
 	// cut it short; go-redis's own timeouts bound it.
 	ctx := context.Background()
-	reads, others := []*call(nil), batch
-	if b.cfg.Snapshot {
-		reads, others = statusReads(batch)
-	}
+	reads, others := b.statusReads(batch)
 	switch {
 	case len(reads) == 0:
 		b.send(ctx, others)
 	case len(others) == 0:
-		b.send(ctx, b.snapshots(ctx, reads))
+		b.send(ctx, b.fromSnapshots(ctx, reads))
 	default:
 		// The others need no snapshot: they go meanwhile.
-		left := make(chan []*call, 1)
-		go func() { left <- b.snapshots(ctx, reads) }()
+		missed := make(chan []*call, 1)
+		go func() { missed <- b.fromSnapshots(ctx, reads) }()
 		b.send(ctx, others)
-		b.send(ctx, <-left)
+		b.send(ctx, <-missed)
 	}
 
 	b.mu.Lock()
@@ -319,32 +317,6 @@ func (b *batcher) exec(batch []*call) {
 	if next != nil {
 		go b.exec(next)
 	}
-}
-
-// statusReads splits batch into its verify.lua calls and the rest, each in
-// order; a batch of one kind comes back whole.
-func statusReads(batch []*call) (reads, others []*call) {
-	n := 0
-	for _, c := range batch {
-		if c.script == scriptVerify {
-			n++
-		}
-	}
-	switch n {
-	case 0:
-		return nil, batch
-	case len(batch):
-		return batch, nil
-	}
-	reads, others = make([]*call, 0, n), make([]*call, 0, len(batch)-n)
-	for _, c := range batch {
-		if c.script == scriptVerify {
-			reads = append(reads, c)
-		} else {
-			others = append(others, c)
-		}
-	}
-	return reads, others
 }
 
 // send sends calls as one pipeline and answers every one.

@@ -143,7 +143,7 @@ func TestBatchHammer(t *testing.T) {
 		// Status reads all through verify.lua, in runs.
 		{"no-snapshots", noSnapshots},
 		// One pipeline in flight and tiny batches: long queues, many hand-overs.
-		{"one-in-flight", queue.Batching{Size: 3, InFlight: 1, Wait: time.Millisecond, Snapshot: true}},
+		{"one-in-flight", queue.Batching{Size: 3, InFlight: 1, Wait: time.Millisecond, StatusSnapshots: true}},
 		// No batching at all: the same checks hold for plain calls.
 		{"off", queue.Batching{}},
 	} {

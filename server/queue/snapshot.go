@@ -2,6 +2,7 @@ package queue
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,21 +14,27 @@ import (
 // Status reads the batcher answers from a snapshot of their event's line.
 //
 // A run of status reads on one event, in its usual state (nothing in the
-// priority lane), needs of Redis only what verify.lua reads before its first
-// answer: the packed config, both lanes' sizes, the counters and the normal
-// lane's first and last seq, plus, when people have left from the middle of
-// the lane, each attempt's score and rank. Plain commands in one MULTI/EXEC
-// read that as one atomic snapshot at about a third of the Redis CPU of the
-// script call (its Lua and its per-command cost inside the script). A lookup
-// the snapshot cannot answer for certain (an attempt not waiting in the
-// normal lane, an event with a priority lane or without packed config, a
-// failed read) goes to verify.lua after it, so every answer is the one the
-// script would give, read after the call arrived.
+// priority lane), needs of Redis only what verify.lua reads for attempts
+// waiting in the normal lane: the packed config, both lanes' sizes, the
+// counters and the normal lane's first and last seq, plus, when people have
+// left from the middle of the lane, each attempt's score and rank. Plain
+// commands in one MULTI/EXEC read that as one atomic snapshot at about a
+// third of the Redis CPU of the script call (its Lua and its per-command
+// cost inside the script).
+//
+// A read the snapshot cannot answer for certain goes to verify.lua, so
+// every answer is the one the script would give, read after the call
+// arrived. Reads of seqs below the lane's head at the event's last snapshot
+// (attempts admitted or ended: Verify's, a buyer's) go to it at once,
+// beside the snapshot; the others a snapshot misses (an attempt that left
+// from the middle, a newer attempt's token) go after it. An event whose
+// snapshot found people in the priority lane, config not packed or a failed
+// read goes to the script alone. Either lasts viewFor: then a snapshot
+// looks again.
 
-// snapshotOff is how long an event whose snapshot answered none of its
-// lookups (a priority lane, config not packed, attempts not waiting) goes
-// straight to verify.lua.
-const snapshotOff = time.Second
+// viewFor is how long what an event's last snapshot found steers its status
+// reads (lineView).
+const viewFor = time.Second
 
 // maxViews bounds the events the batcher remembers snapshot outcomes of; past
 // it the memory starts again (an event forgotten costs one snapshot).
@@ -38,9 +45,16 @@ type lineView struct {
 	// ranked: the normal lane had gaps, so snapshots read each lookup's
 	// score and rank too.
 	ranked bool
-	// off: snapshots answered nothing until then; status reads go to
-	// verify.lua alone.
-	off time.Time
+	// head: no seq below it waited in the normal lane (its first seq then,
+	// or past every seq read of an empty lane); reads of those go to
+	// verify.lua at once.
+	head int64
+	// off: the snapshot could answer nothing (a priority lane, config not
+	// packed, a failed read); status reads go to verify.lua alone.
+	off bool
+	// at is when the snapshot was read; past viewFor the view steers
+	// nothing but ranked.
+	at time.Time
 }
 
 // views is the batcher's memory of lineViews by event. Safe for concurrent
@@ -50,12 +64,14 @@ type views struct {
 	m  map[string]lineView
 }
 
+// get returns what the last snapshot of event found (zero when none).
 func (v *views) get(event string) lineView {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.m[event]
 }
 
+// set remembers lv for event.
 func (v *views) set(event string, lv lineView) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -65,7 +81,7 @@ func (v *views) set(event string, lv lineView) {
 	v.m[event] = lv
 }
 
-// lookup is one status read of a snapshot: its call and the attempt it
+// lookup is one status read for a snapshot: its call and the attempt it
 // names.
 type lookup struct {
 	c    *call
@@ -73,8 +89,38 @@ type lookup struct {
 	seq  int64
 }
 
-// snapshot is the commands of one event's snapshot in a MULTI/EXEC.
-type snapshot struct {
+// statusReads splits batch into the status reads a snapshot may answer and
+// the calls that go to their scripts, each in order; a batch without status
+// reads comes back whole.
+func (b *batcher) statusReads(batch []*call) (reads []lookup, others []*call) {
+	if !b.cfg.StatusSnapshots || !slices.ContainsFunc(batch, func(c *call) bool { return c.script == scriptVerify }) {
+		return nil, batch
+	}
+	now := time.Now()
+	var (
+		event string
+		lv    lineView
+	)
+	for _, c := range batch {
+		if c.script != scriptVerify {
+			others = append(others, c)
+			continue
+		}
+		user, seq, ok := lookupParts(c.args[2].([]byte))
+		if ok && c.event != event {
+			event, lv = c.event, b.views.get(c.event)
+		}
+		if !ok || now.Sub(lv.at) < viewFor && (lv.off || seq < lv.head) {
+			others = append(others, c)
+			continue
+		}
+		reads = append(reads, lookup{c: c, user: user, seq: seq})
+	}
+	return reads, others
+}
+
+// statusSnap is the commands of one event's snapshot in a MULTI/EXEC.
+type statusSnap struct {
 	event   string
 	ranked  bool
 	lookups []lookup
@@ -87,7 +133,7 @@ type snapshot struct {
 }
 
 // queue adds s's reads to p.
-func (s *snapshot) queue(ctx context.Context, p redis.Pipeliner) {
+func (s *statusSnap) queue(ctx context.Context, p redis.Pipeliner) {
 	w := key(s.event, keyWaiting)
 	s.v = p.HGet(ctx, key(s.event, keyCfg), "v")
 	s.nw = p.ZCard(ctx, w)
@@ -110,18 +156,15 @@ func (s *snapshot) queue(ctx context.Context, p redis.Pipeliner) {
 
 // answer answers the lookups s can, as verify.lua would, and returns the
 // others, and what to remember of the event.
-func (s *snapshot) answer(now time.Time) (missed []lookup, lv lineView) {
+func (s *statusSnap) answer(now time.Time) (missed []lookup, lv lineView) {
 	np, err := s.np.Result()
 	batch, interval, packed := splitCfg(s.v.Val())
-	if err != nil || s.v.Err() != nil || np != 0 || !packed {
-		return s.lookups, lineView{ranked: s.ranked, off: now.Add(snapshotOff)}
-	}
 	nw, err1 := s.nw.Result()
 	counts, err2 := s.counts.Result()
 	lo, err3 := s.lo.Result()
 	hi, err4 := s.hi.Result()
-	if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
-		return s.lookups, lineView{ranked: s.ranked}
+	if err != nil || s.v.Err() != nil || np != 0 || !packed || err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+		return s.lookups, lineView{ranked: s.ranked, off: true, at: now}
 	}
 	// As verify.lua: a normal lane whose seqs run from its first to its last
 	// without a gap holds every seq between them.
@@ -148,11 +191,13 @@ func (s *snapshot) answer(now time.Time) (missed []lookup, lv lineView) {
 		l.c.res = append(append(l.c.buf[:0], valWaiting, place, valZero, valZero, valNoLane), shared[:]...)
 		close(l.c.done)
 	}
-	lv = lineView{ranked: gaps}
-	if len(missed) == len(s.lookups) && (s.ranked || !gaps) {
-		// It read all it would and answered nothing (attempts admitted or
-		// gone, say): the next reads of a second go to the script alone.
-		lv.off = now.Add(snapshotOff)
+	lv = lineView{ranked: gaps, at: now}
+	if nw > 0 && len(lo) == 1 {
+		lv.head = int64(lo[0].Score)
+	} else {
+		for _, l := range s.lookups {
+			lv.head = max(lv.head, l.seq+1)
+		}
 	}
 	return missed, lv
 }
@@ -174,63 +219,43 @@ func counter(v any) int64 {
 	return atoi(s)
 }
 
+// atoi is s as a decimal integer, 0 when it is none (Lua's tonumber(s) or 0).
 func atoi(s string) int64 {
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
 }
 
-// snapshots answers the status reads of calls it can from one snapshot of
-// each event they read, all in one MULTI/EXEC, and returns the calls left
-// for verify.lua, in order.
-func (b *batcher) snapshots(ctx context.Context, calls []*call) []*call {
-	now := time.Now()
-	var snaps []*snapshot
-	byEvent := map[string]*snapshot{}
-	for _, c := range calls {
-		user, seq, ok := lookupParts(c.args[2].([]byte))
-		if !ok {
-			continue
-		}
-		s := byEvent[c.event]
+// fromSnapshots answers the reads it can from one snapshot of each event
+// they read and returns the calls of the others, in order.
+func (b *batcher) fromSnapshots(ctx context.Context, reads []lookup) []*call {
+	var snaps []*statusSnap
+	byEvent := map[string]*statusSnap{}
+	for _, l := range reads {
+		s := byEvent[l.c.event]
 		if s == nil {
-			lv := b.views.get(c.event)
-			if now.Before(lv.off) {
-				continue
-			}
-			s = &snapshot{event: c.event, ranked: lv.ranked}
-			byEvent[c.event] = s
+			s = &statusSnap{event: l.c.event, ranked: b.views.get(l.c.event).ranked}
+			byEvent[l.c.event] = s
 			snaps = append(snaps, s)
 		}
-		s.lookups = append(s.lookups, lookup{c: c, user: user, seq: seq})
-	}
-	if len(snaps) == 0 {
-		return calls
+		s.lookups = append(s.lookups, l)
 	}
 	b.read(ctx, snaps)
-	answered := make(map[*call]bool, len(calls))
+	now := time.Now()
+	var missed []*call
 	for _, s := range snaps {
-		missed, lv := s.answer(now)
+		m, lv := s.answer(now)
 		b.views.set(s.event, lv)
-		for _, l := range s.lookups {
-			answered[l.c] = true
-		}
-		for _, l := range missed {
-			answered[l.c] = false
+		for _, l := range m {
+			missed = append(missed, l.c)
 		}
 	}
-	rest := make([]*call, 0, len(calls)-len(answered))
-	for _, c := range calls {
-		if !answered[c] {
-			rest = append(rest, c)
-		}
-	}
-	return rest
+	return missed
 }
 
 // read runs the reads of snaps: in one MULTI/EXEC, or, on a Redis Cluster
 // (which refuses a transaction across slots), one per event, all at once.
 // Each read's own error decides what its snapshot answers (see answer).
-func (b *batcher) read(ctx context.Context, snaps []*snapshot) {
+func (b *batcher) read(ctx context.Context, snaps []*statusSnap) {
 	if _, cluster := b.rdb.(*redis.ClusterClient); !cluster || len(snaps) == 1 {
 		pipe := b.rdb.TxPipeline()
 		for _, s := range snaps {

@@ -18,7 +18,7 @@ import (
 
 // noSnapshots is the default batching with every status read going to
 // verify.lua: the answers snapshots must match.
-var noSnapshots = func() queue.Batching { b := queue.DefaultBatching; b.Snapshot = false; return b }()
+var noSnapshots = func() queue.Batching { b := queue.DefaultBatching; b.StatusSnapshots = false; return b }()
 
 // statusAnswer is a status read's outcome: its entry, or its error code.
 type statusAnswer struct {
@@ -59,17 +59,25 @@ func TestSnapshotAnswersAsVerify(t *testing.T) {
 		// returns the tokens to read.
 		event func(*queue.Event)
 		setup func(t *testing.T, eng *queue.Engine, id string) []string
+		// scriptFree: the second round runs no script on redis-server
+		// (every read is one a snapshot answers).
+		scriptFree bool
 	}{
 		{"a line without gaps", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
 			return mustLine(t, eng, id, 30)
-		}},
+		}, true},
+		{"a line with gaps, still waiting", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
+			toks := mustLine(t, eng, id, 30)
+			mustLeave(t, eng, id, toks[12], 12)
+			return append(toks[:12:12], toks[13:]...)
+		}, true},
 		{"left from the middle", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
 			toks := mustLine(t, eng, id, 30)
 			for _, i := range []int{3, 11, 12, 25} {
 				mustLeave(t, eng, id, toks[i], i)
 			}
 			return toks
-		}},
+		}, false},
 		{"admitted, waiting and gone", func(e *queue.Event) { e.Paused, e.Capacity = false, 8 },
 			func(t *testing.T, eng *queue.Engine, id string) []string {
 				toks := mustLine(t, eng, id, 30)
@@ -77,26 +85,26 @@ func TestSnapshotAnswersAsVerify(t *testing.T) {
 				mustLeave(t, eng, id, toks[2], 2)   // active, then left
 				mustLeave(t, eng, id, toks[20], 20) // waiting, then left
 				return toks
-			}},
+			}, false},
 		{"a priority lane", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
 			toks := mustLine(t, eng, id, 20)
 			for i := range 5 {
 				toks = append(toks, MustJoinWith(t, eng, id, fmt.Sprintf("VIRTUAL:fast%d", i), queue.JoinOptions{Priority: true}).Token)
 			}
 			return toks
-		}},
+		}, false},
 		{"an earlier attempt's token", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
 			toks := mustLine(t, eng, id, 10)
 			mustLeave(t, eng, id, toks[4], 4)
 			return append(toks, MustJoin(t, eng, id, "VIRTUAL:u4").Token)
-		}},
+		}, false},
 		{"an empty line", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
 			toks := mustLine(t, eng, id, 3)
 			for i, tok := range toks {
 				mustLeave(t, eng, id, tok, i)
 			}
 			return toks
-		}},
+		}, false},
 	} {
 		for _, store := range []string{"redis-server", "miniredis"} {
 			t.Run(tc.name+"/"+store, func(t *testing.T) {
@@ -113,7 +121,11 @@ func TestSnapshotAnswersAsVerify(t *testing.T) {
 				want := MustReadAll(t, lua, "snap", toks)
 				// Twice: the first snapshot learns whether the lane has gaps.
 				for round := range 2 {
+					before := mustEvals(t, store, rdb)
 					got := MustReadAll(t, snap, "snap", toks)
+					if n := mustEvals(t, store, rdb) - before; round == 1 && tc.scriptFree && store == "redis-server" && n != 0 {
+						t.Errorf("the second round ran %d scripts, want none", n)
+					}
 					for i := range toks {
 						if got[i] != want[i] {
 							t.Errorf("round %d, token %d: snapshot answered %+v, verify.lua %+v", round, i, got[i], want[i])
@@ -133,6 +145,16 @@ func MustStore(t *testing.T, store string) *redis.Client {
 		return redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
 	}
 	return redistest.MustClient(t, redistest.MustStart(t).Addr())
+}
+
+// mustEvals is how many scripts rdb has run ("redis-server" only; 0 on
+// miniredis, which does not count commands).
+func mustEvals(t *testing.T, store string, rdb *redis.Client) int64 {
+	t.Helper()
+	if store != "redis-server" {
+		return 0
+	}
+	return MustCommandCalls(t, rdb, "evalsha") + MustCommandCalls(t, rdb, "eval")
 }
 
 // mustLine joins n users VIRTUAL:u0… in order and returns their tokens.
@@ -191,6 +213,51 @@ func TestSnapshotSkipsTheScript(t *testing.T) {
 	}
 }
 
+// TestSnapshotSendsTheAdmittedToTheScript checks that, once a snapshot has
+// seen the lane's head, reads of attempts before it (admitted, say) go to
+// verify.lua at once, with no snapshot first, and the waiting ones still
+// come from snapshots.
+func TestSnapshotSendsTheAdmittedToTheScript(t *testing.T) {
+	p := redistest.MustStart(t)
+	rdb := redistest.MustClient(t, p.Addr())
+	eng := MustBatchedEngine(t, rdb, queue.DefaultBatching)
+	MustEvent(t, eng, "head", func(e *queue.Event) { e.Paused = true; e.Capacity, e.AdmitBatch = 5, 5 })
+	toks := mustLine(t, eng, "head", 20)
+	ev, err := eng.Event(context.Background(), "head")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev.Paused = false
+	if err := eng.PutEvent(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if res := MustTick(t, eng, "head"); res.Promoted != 5 {
+		t.Fatalf("tick promoted %d, want 5", res.Promoted)
+	}
+	MustReadAll(t, eng, "head", toks[5:]) // a snapshot sees the head
+	multis, evals := MustCommandCalls(t, rdb, "multi"), MustCommandCalls(t, rdb, "evalsha")
+	for i, a := range MustReadAll(t, eng, "head", toks[:5]) {
+		if a.entry.Status != queue.StatusActive {
+			t.Errorf("u%d is %s, want ACTIVE", i, a.entry.Status)
+		}
+	}
+	if n := MustCommandCalls(t, rdb, "multi") - multis; n != 0 {
+		t.Errorf("reads of admitted attempts took %d snapshots, want none", n)
+	}
+	if MustCommandCalls(t, rdb, "evalsha") == evals {
+		t.Error("reads of admitted attempts ran no script")
+	}
+	evals = MustCommandCalls(t, rdb, "evalsha")
+	for i, a := range MustReadAll(t, eng, "head", toks[5:]) {
+		if a.entry.Status != queue.StatusWaiting || a.entry.Position != int64(i+1) {
+			t.Errorf("u%d is %s at %d, want WAITING at %d", i+5, a.entry.Status, a.entry.Position, i+1)
+		}
+	}
+	if n := MustCommandCalls(t, rdb, "evalsha") - evals; n != 0 {
+		t.Errorf("reads of waiting attempts ran %d scripts, want none", n)
+	}
+}
+
 // TestSnapshotNeverStale hammers status reads while ticks admit the line and
 // checks that no read answers from before a tick that had ended when it
 // began, and that each reader sees its users' places only fall: in a line
@@ -205,6 +272,7 @@ func TestSnapshotNeverStale(t *testing.T) {
 	}
 }
 
+// mustNeverStale is TestSnapshotNeverStale for a line with or without gaps.
 func mustNeverStale(t *testing.T, gaps bool) {
 	p := redistest.MustStart(t)
 	rdb := redistest.MustClient(t, p.Addr())
@@ -245,8 +313,8 @@ func mustNeverStale(t *testing.T, gaps bool) {
 					return
 				default:
 				}
-				i := r + readers*(k%(users/readers))
-				if left(i) {
+				i := r + readers*(k%((users+readers-1)/readers))
+				if i >= users || left(i) {
 					continue
 				}
 				done := promoted.Load()
@@ -286,4 +354,7 @@ func mustNeverStale(t *testing.T, gaps bool) {
 	close(stop)
 	wg.Wait()
 	t.Logf("%d status reads over %d promoting ticks", reads.Load(), ticks)
+	if reads.Load() < int64(ticks) {
+		t.Errorf("%d status reads over %d promoting ticks: the readers hardly read", reads.Load(), ticks)
+	}
 }

@@ -1,6 +1,8 @@
 -- verify.lua: look up attempts; read-only. Serves status, verify and seats.
 -- The batcher answers a status read from a snapshot instead when it can
--- (queue/snapshot.go): it must answer as the shortest way below does.
+-- (queue/snapshot.go): an attempt waiting in the normal lane while the
+-- priority lane is empty, answered as below (seq - lo + 1, or its rank + 1);
+-- a change to those answers must change it too.
 -- One call takes a batch of lookups on one event (queue.batcher concatenates
 -- them): the config (one field, see pack_cfg), the counters and both lane
 -- sizes are read once, and a normal lane without gaps ranks its attempts
