@@ -27,7 +27,7 @@ import (
 // arrived. Reads of seqs below the lane's head at the event's last snapshot
 // (attempts admitted or ended: Verify's, a buyer's) go to it at once,
 // beside the snapshot; the others a snapshot misses (an attempt that left
-// from the middle, a newer attempt's token) go after it. An event whose
+// from the middle, an earlier attempt's token) go after it. An event whose
 // snapshot found people in the priority lane, config not packed or a failed
 // read goes to the script alone. Either lasts viewFor: then a snapshot
 // looks again.

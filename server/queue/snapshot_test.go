@@ -64,15 +64,15 @@ func TestSnapshotAnswersAsVerify(t *testing.T) {
 		scriptFree bool
 	}{
 		{"a line without gaps", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
-			return mustLine(t, eng, id, 30)
+			return mustJoinLine(t, eng, id, 30)
 		}, true},
 		{"a line with gaps, still waiting", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
-			toks := mustLine(t, eng, id, 30)
+			toks := mustJoinLine(t, eng, id, 30)
 			mustLeave(t, eng, id, toks[12], 12)
 			return append(toks[:12:12], toks[13:]...)
 		}, true},
 		{"left from the middle", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
-			toks := mustLine(t, eng, id, 30)
+			toks := mustJoinLine(t, eng, id, 30)
 			for _, i := range []int{3, 11, 12, 25} {
 				mustLeave(t, eng, id, toks[i], i)
 			}
@@ -80,26 +80,26 @@ func TestSnapshotAnswersAsVerify(t *testing.T) {
 		}, false},
 		{"admitted, waiting and gone", func(e *queue.Event) { e.Paused, e.Capacity = false, 8 },
 			func(t *testing.T, eng *queue.Engine, id string) []string {
-				toks := mustLine(t, eng, id, 30)
+				toks := mustJoinLine(t, eng, id, 30)
 				MustTick(t, eng, id)
 				mustLeave(t, eng, id, toks[2], 2)   // active, then left
 				mustLeave(t, eng, id, toks[20], 20) // waiting, then left
 				return toks
 			}, false},
 		{"a priority lane", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
-			toks := mustLine(t, eng, id, 20)
+			toks := mustJoinLine(t, eng, id, 20)
 			for i := range 5 {
 				toks = append(toks, MustJoinWith(t, eng, id, fmt.Sprintf("VIRTUAL:fast%d", i), queue.JoinOptions{Priority: true}).Token)
 			}
 			return toks
 		}, false},
 		{"an earlier attempt's token", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
-			toks := mustLine(t, eng, id, 10)
+			toks := mustJoinLine(t, eng, id, 10)
 			mustLeave(t, eng, id, toks[4], 4)
 			return append(toks, MustJoin(t, eng, id, "VIRTUAL:u4").Token)
 		}, false},
 		{"an empty line", nil, func(t *testing.T, eng *queue.Engine, id string) []string {
-			toks := mustLine(t, eng, id, 3)
+			toks := mustJoinLine(t, eng, id, 3)
 			for i, tok := range toks {
 				mustLeave(t, eng, id, tok, i)
 			}
@@ -157,8 +157,17 @@ func mustEvals(t *testing.T, store string, rdb *redis.Client) int64 {
 	return MustCommandCalls(t, rdb, "evalsha") + MustCommandCalls(t, rdb, "eval")
 }
 
-// mustLine joins n users VIRTUAL:u0… in order and returns their tokens.
-func mustLine(t *testing.T, eng *queue.Engine, id string, n int) []string {
+// mustResume puts ev back unpaused.
+func mustResume(t *testing.T, eng *queue.Engine, ev queue.Event) {
+	t.Helper()
+	ev.Paused = false
+	if err := eng.PutEvent(context.Background(), ev); err != nil {
+		t.Fatalf("resume %s: %v", ev.ID, err)
+	}
+}
+
+// mustJoinLine joins n users VIRTUAL:u0… in order and returns their tokens.
+func mustJoinLine(t *testing.T, eng *queue.Engine, id string, n int) []string {
 	t.Helper()
 	toks := make([]string, n)
 	for i := range toks {
@@ -183,7 +192,7 @@ func TestSnapshotSkipsTheScript(t *testing.T) {
 	rdb := redistest.MustClient(t, p.Addr())
 	eng := MustBatchedEngine(t, rdb, queue.DefaultBatching)
 	MustEvent(t, eng, "skip", func(e *queue.Event) { e.Paused = true })
-	toks := mustLine(t, eng, "skip", 40)
+	toks := mustJoinLine(t, eng, "skip", 40)
 	evals := func() int64 { return MustCommandCalls(t, rdb, "evalsha") + MustCommandCalls(t, rdb, "eval") }
 
 	before := evals()
@@ -221,16 +230,9 @@ func TestSnapshotSendsTheAdmittedToTheScript(t *testing.T) {
 	p := redistest.MustStart(t)
 	rdb := redistest.MustClient(t, p.Addr())
 	eng := MustBatchedEngine(t, rdb, queue.DefaultBatching)
-	MustEvent(t, eng, "head", func(e *queue.Event) { e.Paused = true; e.Capacity, e.AdmitBatch = 5, 5 })
-	toks := mustLine(t, eng, "head", 20)
-	ev, err := eng.Event(context.Background(), "head")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev.Paused = false
-	if err := eng.PutEvent(context.Background(), ev); err != nil {
-		t.Fatal(err)
-	}
+	ev := MustEvent(t, eng, "head", func(e *queue.Event) { e.Paused = true; e.Capacity, e.AdmitBatch = 5, 5 })
+	toks := mustJoinLine(t, eng, "head", 20)
+	mustResume(t, eng, ev)
 	if res := MustTick(t, eng, "head"); res.Promoted != 5 {
 		t.Fatalf("tick promoted %d, want 5", res.Promoted)
 	}
@@ -277,12 +279,12 @@ func mustNeverStale(t *testing.T, gaps bool) {
 	p := redistest.MustStart(t)
 	rdb := redistest.MustClient(t, p.Addr())
 	eng := MustBatchedEngine(t, rdb, queue.DefaultBatching)
-	MustEvent(t, eng, "fresh", func(e *queue.Event) {
+	ev := MustEvent(t, eng, "fresh", func(e *queue.Event) {
 		e.Capacity, e.AdmitBatch, e.AdmitIntervalMS, e.Policy = 1000, 7, 1, queue.PolicyCapacity
 		e.Paused = true
 	})
 	const users, readers = 300, 32
-	toks := mustLine(t, eng, "fresh", users)
+	toks := mustJoinLine(t, eng, "fresh", users)
 	left := func(i int) bool { return gaps && i%10 == 5 }
 	remain := users
 	for i := range users {
@@ -291,14 +293,7 @@ func mustNeverStale(t *testing.T, gaps bool) {
 			remain--
 		}
 	}
-	ev, err := eng.Event(context.Background(), "fresh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev.Paused = false
-	if err := eng.PutEvent(context.Background(), ev); err != nil {
-		t.Fatal(err)
-	}
+	mustResume(t, eng, ev)
 
 	// promoted is how many ticks have admitted, counted once each tick ends.
 	var promoted, reads atomic.Int64
