@@ -29,6 +29,21 @@ func TestLookupArgUnpacksInRedis(t *testing.T) {
 	}
 }
 
+// lookupCases are a lookup in every length class of user id and width of
+// seq lookupArg writes.
+var lookupCases = []struct {
+	name string
+	user string
+	seq  int64
+}{
+	{"fixstr and fixint", "u", 0},
+	{"fixstr edge and fixint edge", strings.Repeat("a", 31), 127},
+	{"str8 and uint32", strings.Repeat("b", 32), 128},
+	{"str8 edge and uint32 edge", strings.Repeat("c", 255), 1<<32 - 1},
+	{"str16 and uint64", strings.Repeat("d", 256), 1 << 32},
+	{"VIRTUAL id and a large seq", "VIRTUAL:bot-7", 1 << 50},
+}
+
 func mustUnpackLookups(t *testing.T, rdb redis.UniversalClient) {
 	echo := script(`-- KEYS: cfg
 local a = unpack_lookups(ARGV[3])
@@ -37,18 +52,7 @@ return a`)
 	run := func(arg []byte) ([]string, error) {
 		return echo.Run(context.Background(), rdb, echo.keysOf("e"), int64(0), int64(0), arg).StringSlice()
 	}
-	cases := []struct {
-		name string
-		user string
-		seq  int64
-	}{
-		{"fixstr and fixint", "u", 0},
-		{"fixstr edge and fixint edge", strings.Repeat("a", 31), 127},
-		{"str8 and uint32", strings.Repeat("b", 32), 128},
-		{"str8 edge and uint32 edge", strings.Repeat("c", 255), 1<<32 - 1},
-		{"str16 and uint64", strings.Repeat("d", 256), 1 << 32},
-		{"VIRTUAL id and a large seq", "VIRTUAL:bot-7", 1 << 50},
-	}
+	cases := lookupCases
 	var all []byte
 	var want []string
 	for _, tc := range cases {
@@ -77,18 +81,7 @@ return a`)
 // length class of user id and width of seq, and refuses anything else: a
 // run of two lookups, a cut one, a foreign type byte.
 func TestLookupPartsReadsLookupArg(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		user string
-		seq  int64
-	}{
-		{"fixstr and fixint", "u", 0},
-		{"fixstr edge and fixint edge", strings.Repeat("a", 31), 127},
-		{"str8 and uint32", strings.Repeat("b", 32), 128},
-		{"str8 edge and uint32 edge", strings.Repeat("c", 255), 1<<32 - 1},
-		{"str16 and uint64", strings.Repeat("d", 256), 1 << 32},
-		{"VIRTUAL id and a large seq", "VIRTUAL:bot-7", 1 << 50},
-	} {
+	for _, tc := range lookupCases {
 		t.Run(tc.name, func(t *testing.T) {
 			user, seq, ok := lookupParts(lookupArg(tc.user, tc.seq))
 			if !ok || user != tc.user || seq != tc.seq {
