@@ -120,6 +120,9 @@ func TestComputeRatios(t *testing.T) {
 		{name: "promotion p99 ms @10000 streams", value: 30.6 / 0.85, verdict: "PASS"},
 		{name: "redis bytes per waiting user", value: 187.5, verdict: "PASS"},
 		{name: "join rushline/redis-benchmark join-script -P 1 @1k", value: 18275.0 / 45000, verdict: ""},
+		// Redis CPU per request, ours over naive's in the same run: no target
+		{name: "join Redis CPU per request rushline/naive @1k", value: 30.0 / 38, verdict: ""},
+		{name: "status Redis CPU per request rushline/naive @1M", value: 20.0 / 24, verdict: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := by[tc.name]
