@@ -826,8 +826,12 @@ async function refreshSeats() {
   seatView.loading = true;
   seatView.again = false;
   try {
-    const m = await readSeats(eventId, token, seatView.section);
+    const asked = seatView.section;
+    const m = await readSeats(eventId, token, asked);
     if (ticket.token !== token || ticket.status !== 'ACTIVE') return;
+    // A section picked while this read ran wins over its answer: the read
+    // again (seatView.again) asks for it.
+    if (seatView.section !== asked) return;
     seatView.section = m.section;
     seatView.map = m;
     live($('seat-note'), () => '');

@@ -1052,8 +1052,11 @@ async function showSeats(g) {
   const refresh = async () => {
     if (over) return;
     try {
-      const m = await readSeats(id, r.token, section);
-      if (over) return;
+      const asked = section;
+      const m = await readSeats(id, r.token, asked);
+      // A section picked while this read ran wins over its answer: its own
+      // read (the chooser's change) draws it.
+      if (over || section !== asked) return;
       section = m.section;
       showSections($('s-section-box'), $('s-section'), m.sections, m.section);
       update(m);
