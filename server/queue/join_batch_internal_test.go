@@ -96,6 +96,23 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 			for _, k := range rng.Perm(8)[:1+rng.IntN(8)] {
 				joins = append(joins, joinArgs{user: pool[k], proven: []string{"", "1"}[rng.IntN(2)]})
 			}
+			// The shortest way puts the batch in line before it knows
+			// whether the lane keeps anyone out, and takes it back when it
+			// does: some batches, on a batch-policy event (nobody admitted
+			// on join), bring a user twice, a user who waits already, or
+			// one join past the reserved seqs.
+			switch (trial / 5) % 4 {
+			case 1:
+				ev.Policy = PolicyBatch
+				joins = slices.Insert(joins, rng.IntN(len(joins)+1), joins[rng.IntN(len(joins))])
+			case 2:
+				ev.Policy = PolicyBatch
+				pre = append(pre, joinArgs{user: "pre9", proven: "1"})
+				joins = slices.Insert(joins, rng.IntN(len(joins)+1), joinArgs{user: "pre9", proven: "1"})
+			case 3:
+				ev.Policy = PolicyBatch
+				inc.SeqCap = int64(len(pre) + len(joins) - 1)
+			}
 		}
 		name := fmt.Sprintf("trial %d: %d joins, %s, %s, %s, cap %d/%d, grants %t", trial, len(joins), ev.Policy,
 			ev.QueueMode, ev.Challenge, inc.SeqCap, inc.AdmitCap, grants)

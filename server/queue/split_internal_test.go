@@ -159,10 +159,11 @@ func TestSplitJoinExpandsRuns(t *testing.T) {
 }
 
 // TestPackedConfigFollowsEveryWrite: join.lua and verify.lua read the
-// config packed in fields j and v, so every write of the config repacks
-// it (a PutEvent pausing the event refuses the next join its direct
-// admission), and an event stored before those fields existed still joins
-// and answers status from the plain fields.
+// config packed in fields m (join.lua, where Redis has cmsgpack), j and v,
+// so every write of the config repacks it (a PutEvent pausing the event
+// refuses the next join its direct admission), and an event stored before
+// those fields existed still joins and answers status from j, or from the
+// plain fields.
 func TestPackedConfigFollowsEveryWrite(t *testing.T) {
 	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
 	ctx := context.Background()
@@ -188,18 +189,26 @@ func TestPackedConfigFollowsEveryWrite(t *testing.T) {
 	if err != nil || en.Status != StatusWaiting {
 		t.Fatalf("join on the paused event: %+v %v, want WAITING", en, err)
 	}
+	// Field m (msgpack, where Redis has cmsgpack) goes first, then j and v:
+	// each older form still reads the same config.
+	if n, err := rdb.HDel(ctx, key("pk", keyCfg), "m").Result(); err != nil || n != 1 {
+		t.Fatalf("field m: HDEL answered %d, %v; want it there", n, err)
+	}
+	if en, _, err := eng.Join(ctx, "pk", "u3"); err != nil || en.Status != StatusWaiting || en.Position != 2 {
+		t.Fatalf("join without field m: %+v %v, want WAITING at 2", en, err)
+	}
 	if err := rdb.HDel(ctx, key("pk", keyCfg), "j", "v").Err(); err != nil {
 		t.Fatal(err)
 	}
-	en3, _, err := eng.Join(ctx, "pk", "u3")
-	if err != nil || en3.Status != StatusWaiting || en3.Position != 2 {
-		t.Fatalf("join without the packed fields: %+v %v, want WAITING at 2", en3, err)
+	en4, _, err := eng.Join(ctx, "pk", "u4")
+	if err != nil || en4.Status != StatusWaiting || en4.Position != 3 {
+		t.Fatalf("join without the packed fields: %+v %v, want WAITING at 3", en4, err)
 	}
-	st, err := eng.Status(ctx, "pk", en3.Token)
-	if err != nil || st.Status != StatusWaiting || st.Position != 2 {
-		t.Fatalf("status without the packed fields: %+v %v, want WAITING at 2", st, err)
+	st, err := eng.Status(ctx, "pk", en4.Token)
+	if err != nil || st.Status != StatusWaiting || st.Position != 3 {
+		t.Fatalf("status without the packed fields: %+v %v, want WAITING at 3", st, err)
 	}
-	if _, err := eng.Status(ctx, "nope", en3.Token); err == nil {
+	if _, err := eng.Status(ctx, "nope", en4.Token); err == nil {
 		t.Error("status on an unknown event answered")
 	}
 }

@@ -29,10 +29,13 @@
 -- A live attempt is returned as it is, whatever code the join carries.
 --
 -- What makes a batch cheap: the config (one field, see pack_cfg), the
--- counters, the seq and both lane sizes are read once; every user's lane
--- scores and active attempt in three variadic reads (none for an empty lane
--- or active hash); a plain new join takes a short way through the loop and
--- is answered in a run; one INCRBY for the batch's seqs, one ZADD per lane,
+-- counters and both lane sizes are read once; the users' active attempts in
+-- one variadic read (none for an empty active hash); a batch of plain new
+-- joins takes its seqs and places with one INCRBY and one ZADD NX, no user
+-- looked up (the shortest way, below); any other batch reads the seq and
+-- every user's lane scores in two more variadic reads (none for an empty
+-- lane), a plain new join takes a short way through the loop and is
+-- answered in a run; one INCRBY for the batch's seqs, one ZADD per lane,
 -- one HINCRBY per counter, one stream entry for the joined records (a run
 -- entry, below) and one for the direct admissions (a batch entry, see
 -- lib.lua). The joined records' seqs run on, one each, so their entry needs
@@ -90,17 +93,24 @@ local seq_cap, adm_cap = tonumber(cfg[10]), tonumber(cfg[11])
 local mode, pow = cfg[12], cfg[14] == '1'
 local pass = mode == 'p'
 
-local nw, np = redis.call('ZCARD', K_W), redis.call('ZCARD', K_P)
--- A lane or the active hash that is empty holds none of the users.
-local wsc, psc, asv = {}, {}, {}
-if nw > 0 then wsc = redis.call('ZMSCORE', K_W, unpack(users)) end
-if np > 0 then psc = redis.call('ZMSCORE', K_P, unpack(users)) end
-if redis.call('HLEN', K_AS) > 0 then asv = redis.call('HMGET', K_AS, unpack(users)) end
+local nw = redis.call('ZCARD', K_W)
+-- The priority lane, the grants and the active hash are usually all empty,
+-- and Redis keeps no empty hash or sorted set: one EXISTS then stands for
+-- the three reads that find them empty. The active hash, when empty, holds
+-- none of the users.
+local np, grants, asv = 0, false, {}
+local held = redis.call('EXISTS', K_P, K_PG, K_AS)
+if held > 0 then
+  if redis.call('HLEN', K_AS) > 0 then
+    held = held - 1
+    asv = redis.call('HMGET', K_AS, unpack(users))
+  end
+  if held > 0 then
+    np, grants = redis.call('ZCARD', K_P), redis.call('EXISTS', K_PG) == 1
+  end
+end
 local prog = redis.call('HMGET', K_N, 'admitted', 'rate')
 local admitted, rate = tonumber(prog[1]) or 0, tonumber(prog[2]) or 0
-local seq0 = tonumber(redis.call('GET', K_SEQ) or '0')
-local seq = seq0
-local grants = redis.call('EXISTS', K_PG) == 1
 
 -- plain: a join that holds nothing and brings no code, priority request or
 -- device, with its proof when one is asked for, goes in the normal lane at
@@ -111,36 +121,54 @@ local grants = redis.call('EXISTS', K_PG) == 1
 local plain = not grants and not pass and mode ~= 'c' and mode ~= 'r' and not (opens > 0 and NOW < opens)
   and not (closes > 0 and NOW >= closes)
 
--- The shortest way, for a batch of plain joins of distinct users who hold
--- nothing, into a line whose priority lane is empty (the usual batch): one
--- run answers them all, and the helpers and closures the loop below needs
--- are never made (queue.prelude defines lib.lua's helpers at the line
--- "--@lib", which this way never reaches). It answers and writes exactly
--- what the loop would.
-if n > 0 and plain and np == 0 and (nw > 0 or not direct) and not (seq_cap and seq + n > seq_cap) then
-  local distinct, fast = {}, true
+-- The shortest way, for a batch of plain joins of users who hold no
+-- admitted attempt, into a line whose priority lane is empty (the usual
+-- batch): the batch takes its seqs and goes in the lane with ZADD NX, which
+-- adds every user exactly when none was waiting already and none comes
+-- twice, so no user is looked up first. Then one run answers them all, and
+-- the helpers and closures the loop below needs are never made
+-- (queue.prelude defines lib.lua's helpers at the line "--@lib", which this
+-- way never reaches). It answers and writes exactly what the loop would.
+-- When the lane kept a user out, or the seqs would pass the reserved cap,
+-- the seqs and the adds are taken back (nothing else has run meanwhile: a
+-- script is atomic) and the batch goes the long way.
+if n > 0 and plain and np == 0 and (nw > 0 or not direct) then
+  local fast = true
   for i = 1, n do
-    local user = users[i]
-    if ext[i] or (pow and not proven[i]) or wsc[i] or asv[i] or distinct[user] then
+    if ext[i] or (pow and not proven[i]) or asv[i] then
       fast = false
       break
     end
-    distinct[user] = true
   end
   if fast then
-    -- The seqs as strings (see decimals): a Lua number given to redis.call
+    -- Numbers go to redis.call as strings (see decimals): a Lua number
     -- costs Redis a floating-point printf.
-    local add, ns = decimals({}, '', seq + 1, n), string.format('%d', n)
-    for i = n, 1, -1 do
-      add[2 * i - 1], add[2 * i] = add[i], users[i]
+    local ns = string.format('%d', n)
+    local top = redis.call('INCRBY', K_SEQ, ns)
+    if not (seq_cap and top > seq_cap) then
+      local add = decimals({}, '', top - n + 1, n)
+      for i = n, 1, -1 do
+        add[2 * i - 1], add[2 * i] = add[i], users[i]
+      end
+      if redis.call('ZADD', K_W, 'NX', unpack(add)) == n then
+        redis.call('HINCRBY', K_N, 'joined', ns)
+        xadd('k', 'joined', 't', argv[1], 'q', add[1], 'b', ns, 'u', table.concat(users, '\n'))
+        return {n, top - n + 1, nw + 1, admitted, rate, batch, interval}
+      end
+      -- The seqs are past every score of the lane, so the adds are exactly
+      -- the lane's members scored from the first to the last of them.
+      redis.call('ZREMRANGEBYSCORE', K_W, add[1], add[2 * n - 1])
     end
-    redis.call('ZADD', K_W, unpack(add))
-    redis.call('INCRBY', K_SEQ, ns)
-    redis.call('HINCRBY', K_N, 'joined', ns)
-    xadd('k', 'joined', 't', argv[1], 'q', add[1], 'b', ns, 'u', table.concat(users, '\n'))
-    return {n, seq + 1, nw + 1, admitted, rate, batch, interval}
+    redis.call('DECRBY', K_SEQ, ns)
   end
 end
+
+-- The long way: the users' lane scores, read at once (none for an empty lane).
+local wsc, psc = {}, {}
+if nw > 0 then wsc = redis.call('ZMSCORE', K_W, unpack(users)) end
+if np > 0 then psc = redis.call('ZMSCORE', K_P, unpack(users)) end
+local seq0 = tonumber(redis.call('GET', K_SEQ) or '0')
+local seq = seq0
 --@lib
 
 local live -- active windows running, counted when first needed
