@@ -353,6 +353,9 @@ async function showDrop(want) {
         id: d.event, drop: d.id, scenario: d.scenario, opens_at: d.opens_at, seats: d.seats,
         token: q.token, first_position: q.position || null, pass: q.pass || null, expires_at: q.expires_at || null,
       });
+      // Saved either way, but a join answered after the person left this
+      // view (another drop, the front page) must not take them back.
+      if (!shown()) return;
       go(`#/drop/${enc(d.id)}/${q.status === 'ACTIVE' ? 'seats' : 'wait'}`);
     } catch (err) {
       if (err.code === 'EVENT_NOT_OPEN') {
@@ -772,6 +775,7 @@ async function showCountdown(id) {
     try {
       const q = await api('POST', `/events/${enc(id)}/queue`, { bearer: bearer(), body: { user_type: 'ACTUAL' } });
       saveRace({ id, token: q.token, first_position: q.position || null, pass: q.pass || null, expires_at: q.expires_at || null });
+      if (!shown()) return; // saved, but the person has left this view
       go(`#/race/${enc(id)}/${q.status === 'ACTIVE' ? 'seats' : 'wait'}`);
     } catch (err) {
       joining = false;
@@ -1073,6 +1077,7 @@ async function showSeats(g) {
   if (isNaN(expiresAt)) {
     try {
       const q = await api('GET', `/events/${enc(id)}/queue/${enc(r.token)}`);
+      if (!shown()) return;
       if (q.status === 'WAITING') return go(`${g.base}/wait`);
       if (q.status !== 'ACTIVE') return end(notActiveText(q.status), 'warn');
       expiresAt = Date.parse(q.expires_at);
