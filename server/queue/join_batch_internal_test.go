@@ -264,3 +264,52 @@ func sorted(s []string) []string {
 	slices.Sort(s)
 	return s
 }
+
+// TestJoinRunScoresAcrossTens: the shortest way writes a run's seqs as
+// strings it builds a ten at a time (lib.lua's scored); runs that cross
+// 9→10, 99→100 and 999→1000 put each user in line at exactly its seq, and
+// the run entry records them so.
+func TestJoinRunScoresAcrossTens(t *testing.T) {
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	ctx := context.Background()
+	eng := New(rdb, []byte("test-token-key"), WithBatching(Batching{}))
+	if err := eng.CreateEvent(ctx, Event{ID: "tens", Name: "tens", Seats: 10, Capacity: 10, AdmitBatch: 1,
+		AdmitIntervalMS: 100, ActiveTTLS: 60, Policy: PolicyBatch}); err != nil {
+		t.Fatal(err)
+	}
+	seq := 0
+	for _, n := range []int{7, 95, 3, 890, 17} {
+		args := []any{eng.now().UnixMilli(), DefaultStreamMaxLen}
+		for i := range n {
+			args = append(args, fmt.Sprintf("u%d", seq+i+1))
+		}
+		answers := mustSplit(t, splitJoin, n, scriptJoin.Run(ctx, rdb, scriptJoin.keysOf("tens"), args...))
+		for i, a := range answers {
+			if a[0] != "NEW" || a[2] != int64(seq+i+1) {
+				t.Fatalf("run of %d from seq %d: join %d answered %v, want NEW at seq %d", n, seq+1, i, a, seq+i+1)
+			}
+		}
+		seq += n
+	}
+	line, err := rdb.ZRangeWithScores(ctx, key("tens", keyWaiting), 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(line) != seq {
+		t.Fatalf("line holds %d, want %d", len(line), seq)
+	}
+	for i, z := range line {
+		if want := fmt.Sprintf("u%d", i+1); z.Member != want || z.Score != float64(i+1) {
+			t.Fatalf("place %d = %v@%v, want %s@%d", i+1, z.Member, z.Score, want, i+1)
+		}
+	}
+	recs := mustRecordLines(t, eng, "tens")
+	if len(recs) != seq {
+		t.Fatalf("%d records, want %d", len(recs), seq)
+	}
+	for i, r := range recs {
+		if want := fmt.Sprintf("%s %d user=u%d ", RecordJoined, i+1, i+1); !strings.HasPrefix(r, want) {
+			t.Fatalf("record %d = %q, want it to start %q", i, r, want)
+		}
+	}
+}

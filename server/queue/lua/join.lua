@@ -146,18 +146,15 @@ if n > 0 and plain and np == 0 and (nw > 0 or not direct) then
     local ns = string.format('%d', n)
     local top = redis.call('INCRBY', K_SEQ, ns)
     if not (seq_cap and top > seq_cap) then
-      local add = decimals({}, '', top - n + 1, n)
-      for i = n, 1, -1 do
-        add[2 * i - 1], add[2 * i] = add[i], users[i]
-      end
-      if redis.call('ZADD', K_W, 'NX', unpack(add)) == n then
+      local add = scored({'NX'}, top - n + 1, users, n)
+      if redis.call('ZADD', K_W, unpack(add)) == n then
         redis.call('HINCRBY', K_N, 'joined', ns)
-        xadd('k', 'joined', 't', argv[1], 'q', add[1], 'b', ns, 'u', table.concat(users, '\n'))
+        xadd('k', 'joined', 't', argv[1], 'q', add[2], 'b', ns, 'u', table.concat(users, '\n'))
         return {n, top - n + 1, nw + 1, admitted, rate, batch, interval}
       end
       -- The seqs are past every score of the lane, so the adds are exactly
       -- the lane's members scored from the first to the last of them.
-      redis.call('ZREMRANGEBYSCORE', K_W, add[1], add[2 * n - 1])
+      redis.call('ZREMRANGEBYSCORE', K_W, add[2], add[2 * n])
     end
     redis.call('DECRBY', K_SEQ, ns)
   end

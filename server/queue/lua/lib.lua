@@ -417,6 +417,28 @@ local function retire_attempt(user, seq, lane, t, letter, kind, ...)
   return xadd('k', kind, 'q', seq, 'u', user, 't', t, ...)
 end
 
+-- scored appends to t, for i = 1 .. n, the decimal string of first + i - 1
+-- (first >= 0) then members[i], and returns t: a ZADD's scores and members
+-- in one pass, formatting one integer per ten as decimals does.
+local function scored(t, first, members, n)
+  local digits = {'0', '1', '2', '3', '4', '5', '6', '7', '8', '9'}
+  local tens, d = math.floor(first / 10), first % 10 + 1
+  local head = ''
+  if tens > 0 then head = string.format('%d', tens) end
+  local at = #t
+  for i = 1, n do
+    t[at + 1], t[at + 2] = head .. digits[d], members[i]
+    at = at + 2
+    if d == 10 then
+      tens, d = tens + 1, 1
+      head = string.format('%d', tens)
+    else
+      d = d + 1
+    end
+  end
+  return t
+end
+
 -- decimal_pairs appends to t, for i = 0 .. n - 1, the decimal strings of
 -- a + i after pa and of b + i after pb (a, b >= 0), and returns t:
 -- decimals for two runs side by side (a ZADD's scores and members), in one
