@@ -31,6 +31,11 @@ func figures(r *Result) []figure {
 		add(p+"p99_ms", x.P99, true)
 		add(p+"errors", float64(x.Errors), true)
 	}
+	for _, x := range r.Engine {
+		p := fmt.Sprintf("engine %s @%s ", x.Op, SizeLabel(x.Waiting))
+		add(p+"per_s", x.PerS, false)
+		add(p+"redis_cpu_us", x.RedisCPU, true)
+	}
 	add("admission promotions_per_s", r.Admission.PromotionsPerS, false)
 	add("push promotions_per_s", r.Push.PromotionsPerS, false)
 	add("push p50_ms", r.Push.P50, true)

@@ -22,7 +22,7 @@ var (
 
 type htmlRatio struct{ Name, Value, Target, Verdict string }
 
-type htmlCeiling struct{ Op, Waiting, RedisCPU, PerS string }
+type htmlCeiling struct{ Op, Waiting, Via, RedisCPU, PerS string }
 
 type htmlView struct {
 	Host, Date, Setup, Load string
@@ -147,7 +147,7 @@ func HTML(w io.Writer, r *Result) error {
 		v.Ratios = append(v.Ratios, htmlRatio{Name: x.Name, Value: num(x.Value), Target: x.targetText(), Verdict: x.Verdict()})
 	}
 	for _, c := range r.Ceilings() {
-		v.Ceilings = append(v.Ceilings, htmlCeiling{Op: c.Op, Waiting: SizeLabel(c.Waiting), RedisCPU: num(c.RedisCPU), PerS: num(c.PerS)})
+		v.Ceilings = append(v.Ceilings, htmlCeiling{Op: c.Op, Waiting: SizeLabel(c.Waiting), Via: c.Via, RedisCPU: num(c.RedisCPU), PerS: num(c.PerS)})
 	}
 	v.CeilingIntro = ceilingIntro
 	return page.Execute(w, v)

@@ -30,6 +30,9 @@ type Result struct {
 	Admission      Admission        `json:"admission"`
 	Push           PushFigures      `json:"push"`
 	Memory         Memory           `json:"memory"`
+	// Engine is the engine step's figures: joins and status reads with the
+	// engine driven in process, no HTTP (absent in older files).
+	Engine []EngineFigures `json:"engine,omitempty"`
 	// Drop is the practice drop step's figures (absent when not run).
 	Drop   *DropFigures `json:"drop,omitempty"`
 	Ratios []Ratio      `json:"ratios"`
@@ -155,21 +158,35 @@ const (
 // live on one Redis core (they share a hash tag), so whatever the
 // replicas, one event takes at most 1 s ÷ (Redis CPU per request).
 type Ceiling struct {
-	Op       string
-	Waiting  int
+	Op      string
+	Waiting int
+	// Via says how it was measured: over HTTP, or with the engine in
+	// process (no HTTP: Redis is the bottleneck, batches are large).
+	Via      string
 	RedisCPU float64 // µs per request
 	PerS     float64
 }
 
+// How a ceiling was measured (Ceiling.Via).
+const (
+	ViaHTTP   = "HTTP"
+	ViaEngine = "engine"
+)
+
 // Ceilings lists one event's ceiling for rushline's joins and status reads
-// at every line length measured.
+// at every line length measured over HTTP, then with the engine in process.
 func (r *Result) Ceilings() []Ceiling {
 	var out []Ceiling
 	for _, op := range []string{OpJoin, OpStatus} {
 		for _, n := range r.Settings.Sizes {
 			if h, ok := r.HTTPFor(ServerRushline, op, n); ok && h.RedisCPU > 0 {
-				out = append(out, Ceiling{Op: op, Waiting: n, RedisCPU: h.RedisCPU, PerS: 1e6 / h.RedisCPU})
+				out = append(out, Ceiling{Op: op, Waiting: n, Via: ViaHTTP, RedisCPU: h.RedisCPU, PerS: 1e6 / h.RedisCPU})
 			}
+		}
+	}
+	for _, e := range r.Engine {
+		if e.RedisCPU > 0 {
+			out = append(out, Ceiling{Op: e.Op, Waiting: e.Waiting, Via: ViaEngine, RedisCPU: e.RedisCPU, PerS: 1e6 / e.RedisCPU})
 		}
 	}
 	return out

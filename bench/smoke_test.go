@@ -62,7 +62,7 @@ func TestRunSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"schema", "date", "host", "cpus", "go", "redis_version", "settings", "redis_benchmark",
-		"http", "admission", "push", "memory", "ratios"} {
+		"http", "engine", "admission", "push", "memory", "ratios"} {
 		if _, ok := doc[k]; !ok {
 			t.Errorf("result has no %q section", k)
 		}
@@ -103,6 +103,23 @@ func TestRunSmoke(t *testing.T) {
 	}
 	if m := r.Memory; m.RedisBytesPerWaiting <= 0 || m.MeasuredOver != 200 || m.ServerRSSMB <= 0 || m.NaiveRSSMB <= 0 {
 		t.Errorf("memory %+v", m)
+	}
+	// The engine step: joins, then status reads, in process, each with
+	// Redis CPU behind it, and a ceiling row each.
+	if len(r.Engine) != 2 || r.Engine[0].Op != OpJoin || r.Engine[1].Op != OpStatus {
+		t.Errorf("engine rows %+v, want join then status", r.Engine)
+	}
+	for _, e := range r.Engine {
+		if e.Requests == 0 || e.PerS <= 0 || e.RedisCPU <= 0 || e.Callers != cfg.Connections || e.Waiting != cfg.Sizes[0] {
+			t.Errorf("engine %s: %+v", e.Op, e)
+		}
+	}
+	vias := map[string]int{}
+	for _, c := range r.Ceilings() {
+		vias[c.Via]++
+	}
+	if vias[ViaHTTP] != 2*len(cfg.Sizes) || vias[ViaEngine] != 2 {
+		t.Errorf("ceilings by how measured %v, want %d over HTTP and 2 by the engine", vias, 2*len(cfg.Sizes))
 	}
 	names := map[string]bool{}
 	for _, x := range r.Ratios {
