@@ -40,7 +40,7 @@ func (r *runner) engine(ctx context.Context) error {
 		CreatedAt: time.Now()}); err != nil {
 		return err
 	}
-	waiting := r.cfg.Sizes[0]
+	waiting := max(r.cfg.Sizes[0], 1)
 	tokens := make([]string, min(waiting, sampleTokens))
 	stride := max(waiting/len(tokens), 1)
 	if err := parallel(ctx, waiting, 2*r.cfg.Connections, nil, "prefilled", func(i int) error {

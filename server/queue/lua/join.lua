@@ -141,7 +141,7 @@ if n > 0 and plain and np == 0 and (nw > 0 or not direct) then
     end
   end
   if fast then
-    -- Numbers go to redis.call as strings (see decimals): a Lua number
+    -- Numbers go to redis.call as strings (see scored): a Lua number
     -- costs Redis a floating-point printf.
     local ns = string.format('%d', n)
     local top = redis.call('INCRBY', K_SEQ, ns)
