@@ -29,9 +29,10 @@ type EngineFigures struct {
 // WAITING and status reads rank the line.
 const engineEvent = "bench-engine"
 
-// engine drives queue.Engine.Join (new users) and Status (a sample of the
-// line's tokens) with Connections goroutines for Duration each, on a line
-// prefilled to the first size, and records Redis CPU per request.
+// engine drives queue.Engine.Status (a sample of the line's tokens), then
+// Join (new users), as the HTTP loads go, with Connections goroutines for
+// Duration each, on a line prefilled to the first size, and records Redis
+// CPU per request.
 func (r *runner) engine(ctx context.Context) error {
 	eng := queue.New(r.rdb, []byte("bench-engine"))
 	defer eng.Close()
@@ -57,12 +58,12 @@ func (r *runner) engine(ctx context.Context) error {
 		name string
 		call func(i int64) error
 	}{
-		{OpJoin, func(int64) error {
-			_, _, err := eng.Join(ctx, engineEvent, fmt.Sprintf("VIRTUAL:e%d", joined.Add(1)))
-			return err
-		}},
 		{OpStatus, func(i int64) error {
 			_, err := eng.Status(ctx, engineEvent, tokens[i%int64(len(tokens))])
+			return err
+		}},
+		{OpJoin, func(int64) error {
+			_, _, err := eng.Join(ctx, engineEvent, fmt.Sprintf("VIRTUAL:e%d", joined.Add(1)))
 			return err
 		}},
 	} {

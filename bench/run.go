@@ -206,7 +206,7 @@ func (r *runner) steps() []step {
 	}
 	s = append(s, step{fmt.Sprintf("admission: %d waiting, batch %d", c.AdmissionWaiting, c.AdmissionBatch),
 		seconds(c.AdmissionWaiting, 15_000), r.admission})
-	s = append(s, step{fmt.Sprintf("engine in process, %d callers, no HTTP: joins and status reads for %s each", c.Connections, c.Duration),
+	s = append(s, step{fmt.Sprintf("engine in process, %d callers, no HTTP: status reads and joins for %s each", c.Connections, c.Duration),
 		seconds(c.Sizes[0], 20_000) + 2*c.Duration, r.engine})
 	s = append(s, step{"start naive baseline and rushline-server", 3 * time.Second, r.startServers})
 	s = append(s, step{"warm up both servers (not recorded)", 2 * c.Warmup, r.warmUp})

@@ -104,10 +104,10 @@ func TestRunSmoke(t *testing.T) {
 	if m := r.Memory; m.RedisBytesPerWaiting <= 0 || m.MeasuredOver != 200 || m.ServerRSSMB <= 0 || m.NaiveRSSMB <= 0 {
 		t.Errorf("memory %+v", m)
 	}
-	// The engine step: joins, then status reads, in process, each with
+	// The engine step: status reads, then joins, in process, each with
 	// Redis CPU behind it, and a ceiling row each.
-	if len(r.Engine) != 2 || r.Engine[0].Op != OpJoin || r.Engine[1].Op != OpStatus {
-		t.Errorf("engine rows %+v, want join then status", r.Engine)
+	if len(r.Engine) != 2 || r.Engine[0].Op != OpStatus || r.Engine[1].Op != OpJoin {
+		t.Errorf("engine rows %+v, want status then join", r.Engine)
 	}
 	for _, e := range r.Engine {
 		if e.Requests == 0 || e.PerS <= 0 || e.RedisCPU <= 0 || e.Callers != cfg.Connections || e.Waiting != cfg.Sizes[0] {
