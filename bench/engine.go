@@ -12,9 +12,9 @@ import (
 
 // EngineFigures are one operation's figures with the queue engine driven in
 // process by Callers goroutines, no HTTP: Redis, not the HTTP stack sharing
-// its cores, is then the bottleneck, so its batches are as large as a
-// replica fleet would send, and Redis CPU per request is what bounds one
-// event.
+// its cores, is then the bottleneck and gets one replica's batches under
+// Callers callers, so Redis CPU per request gives an upper bound on one
+// event. Waiting is the line length the load starts from.
 type EngineFigures struct {
 	Op       string  `json:"op"`
 	Callers  int     `json:"callers"`

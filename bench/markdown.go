@@ -50,7 +50,8 @@ const ceilingIntro = "An event's keys share one Redis core, so whatever the repl
 	"1 s ÷ (Redis CPU per request): Redis CPU over the HTTP loads above, divided by the answered requests. " +
 	"Over HTTP on this machine the load generator and the server take most of the cores, so Redis sees small " +
 	"batches; the engine rows drive the queue engine in process with as many callers and no HTTP, so Redis is " +
-	"the bottleneck and sees the batches a fleet of replicas would send."
+	"the bottleneck: one replica's batches under that many callers, new users joining from the line length " +
+	"given (an upper bound for replicas that each see fewer callers, or for a mix with repeated joins)."
 
 // targetText is x's target as "≥ t" or "≤ t", or "—" without one.
 func (x Ratio) targetText() string {

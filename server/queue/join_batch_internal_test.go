@@ -101,17 +101,19 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 			// does: some batches, on a batch-policy event (nobody admitted
 			// on join), bring a user twice, a user who waits already, or
 			// one join past the reserved seqs.
+			// Those batches bring their proof, or need none.
+			if (trial/5)%4 != 0 {
+				ev.Policy, ev.Challenge, ev.PowBits = PolicyBatch, "", 0
+			}
 			switch (trial / 5) % 4 {
 			case 1:
-				ev.Policy = PolicyBatch
 				joins = slices.Insert(joins, rng.IntN(len(joins)+1), joins[rng.IntN(len(joins))])
 			case 2:
-				ev.Policy = PolicyBatch
 				pre = append(pre, joinArgs{user: "pre9", proven: "1"})
 				joins = slices.Insert(joins, rng.IntN(len(joins)+1), joinArgs{user: "pre9", proven: "1"})
 			case 3:
-				ev.Policy = PolicyBatch
-				inc.SeqCap = int64(len(pre) + len(joins) - 1)
+				joins = append(joins, joinArgs{user: "u9", proven: "1"})
+				inc.SeqCap = int64(len(pre) + len(joins) - 1) // at least 1: 0 would mean no cap
 			}
 		}
 		name := fmt.Sprintf("trial %d: %d joins, %s, %s, %s, cap %d/%d, grants %t", trial, len(joins), ev.Policy,
@@ -182,6 +184,17 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 	}
 	if shortest == 0 {
 		t.Error("no batch of plain joins of distinct users all put in line: the trials miss join.lua's shortest way")
+	}
+	// The shortest way took a run's adds back (a user twice, or waiting
+	// already) and its seqs back (past the cap, too): only it runs these.
+	stats, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"zremrangebyscore", "decrby"} {
+		if !strings.Contains(stats, "cmdstat_"+cmd+":") {
+			t.Errorf("no %s ran: the trials miss the shortest way's take-back", strings.ToUpper(cmd))
+		}
 	}
 	if plain == 0 {
 		t.Error("no plain new join on a fifo event without grants: the trials miss join.lua's short way")

@@ -2,9 +2,12 @@ package queue
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -188,6 +191,26 @@ func TestPackedConfigFollowsEveryWrite(t *testing.T) {
 	en, _, err = eng.Join(ctx, "pk", "u2")
 	if err != nil || en.Status != StatusWaiting {
 		t.Fatalf("join on the paused event: %+v %v, want WAITING", en, err)
+	}
+	// A server from before field m (a replica not yet upgraded) rewrites j
+	// and the plain fields alone: join.lua follows j, here a closing time
+	// already past, then m again once a write of this version repacks it.
+	cfgKey := key("pk", keyCfg)
+	j, err := rdb.HGet(ctx, cfgKey, "j").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Split(j, "|")
+	f[4] = strconv.FormatInt(eng.now().Add(-time.Second).UnixMilli(), 10) // closes
+	if err := rdb.HSet(ctx, cfgKey, "closes", f[4], "j", strings.Join(f, "|")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var qe *Error
+	if _, _, err := eng.Join(ctx, "pk", "u9"); !errors.As(err, &qe) || qe.Code != CodeEventClosed {
+		t.Fatalf("join after an older server closed the event in j alone: %v, want %s", err, CodeEventClosed)
+	}
+	if err := eng.PutEvent(ctx, ev); err != nil {
+		t.Fatal(err)
 	}
 	// Field m (msgpack, where Redis has cmsgpack) goes first, then j and v:
 	// each older form still reads the same config.

@@ -131,7 +131,11 @@ local plain = not grants and not pass and mode ~= 'c' and mode ~= 'r' and not (o
 -- way never reaches). It answers and writes exactly what the loop would.
 -- When the lane kept a user out, or the seqs would pass the reserved cap,
 -- the seqs and the adds are taken back (nothing else has run meanwhile: a
--- script is atomic) and the batch goes the long way.
+-- script is atomic) and the batch goes the long way. Such a batch costs
+-- more than the long way alone (its adds twice over, two more writes): a
+-- join again by someone waiting (a retry; pages keep their token) or a
+-- batch at the reserved cap (until reserve.lua raises it) is the exception
+-- the usual batch pays for.
 if n > 0 and plain and np == 0 and (nw > 0 or not direct) then
   local fast = true
   for i = 1, n do

@@ -5,7 +5,9 @@
 -- this file (queue.prelude), and the keys it does not list are nil. All of an
 -- event's keys share the hash tag {ev:<id>}, so one Redis Cluster slot holds them:
 --   cfg    HASH   event config mirrored from SQL (capacity, batch, pshare, ...)
---   seq    STRING arrival sequence (INCR): the waiting score of both lanes
+--   seq    STRING arrival sequence (INCR): the waiting score of both lanes; every
+--                 score in w and p is at most seq (join.lua's shortest way takes
+--                 a run's adds back by their scores, past seq)
 --   w      ZSET   waiting, normal lane: member user id, score seq
 --   a      ZSET   active: member user id, score expiry (ms)
 --   as     HASH   active user id -> "seq|admitted at ms|admission number[|p]" of the
@@ -135,13 +137,15 @@ end
 local function pack_cfg()
   local c = cfg_fields()
   for i = 1, 14 do c[i] = c[i] or '' end
-  redis.call('HSET', K_CFG, 'j', table.concat(c, '|'), 'v', c[7] .. '|' .. c[8] .. '|' .. c[9])
+  local j = table.concat(c, '|')
+  redis.call('HSET', K_CFG, 'j', j, 'v', c[7] .. '|' .. c[8] .. '|' .. c[9])
   local mp = rawget(_G, 'cmsgpack')
   if mp then
     -- capacity, opens, closes, ttl, batch, pshare, interval, seq_cap,
     -- adm_cap and preopens are numbers; policy, paused, mode and pow stay
-    -- strings; a missing one stays "".
+    -- strings; a missing one stays "". The 15th value is j itself.
     for _, i in ipairs({1, 4, 5, 6, 7, 8, 9, 10, 11, 13}) do c[i] = tonumber(c[i]) or '' end
+    c[15] = j
     redis.call('HSET', K_CFG, 'm', mp.pack(c))
   end
 end
@@ -150,14 +154,21 @@ end
 -- missing one), or, for an event whose config predates both, as
 -- cfg_fields reads them; its first value is false when the event has no
 -- config. The numeric fields may come as numbers or strings: read them
--- with tonumber.
+-- with tonumber. Field m counts only while it carries the j beside it: a
+-- server from before field m (a replica not yet upgraded) rewrites j alone.
 local function read_cfg()
+  local j
   local mp = rawget(_G, 'cmsgpack')
   if mp then
-    local m = redis.call('HGET', K_CFG, 'm')
-    if m then return mp.unpack(m) end
+    local f = redis.call('HMGET', K_CFG, 'm', 'j')
+    if f[1] then
+      local c = mp.unpack(f[1])
+      if c[15] == f[2] then return c end
+    end
+    j = f[2]
+  else
+    j = redis.call('HGET', K_CFG, 'j')
   end
-  local j = redis.call('HGET', K_CFG, 'j')
   if not j then return cfg_fields() end
   return {string.match(j, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')}
 end

@@ -2,7 +2,8 @@
 -- KEYS: cfg, seq, w, a, as, f, n, st, s, lease, p, pq (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
 -- ARGV[3] step:
---   begin   ARGV[4] "1" to overwrite a live event, ARGV[5] the seq counter.
+--   begin   ARGV[4] "1" to overwrite a live event, ARGV[5] the seq counter: at
+--           least every seq the entries step puts in a lane (see seq in lib.lua).
 --           Drops every key of the event (the config last of all comes back
 --           in the final step, put_event.lua's "restore", so the event stays
 --           missing, and answers 503 while its rebuild runs, until the state
