@@ -123,6 +123,9 @@ func TestComputeRatios(t *testing.T) {
 		// Redis CPU per request, ours over naive's in the same run: no target
 		{name: "join Redis CPU per request rushline/naive @1k", value: 30.0 / 38, verdict: ""},
 		{name: "status Redis CPU per request rushline/naive @1M", value: 20.0 / 24, verdict: ""},
+		// The engine in process: shown, with no target of its own
+		{name: "join Redis CPU µs per request, engine in process @1k", value: 4.9, verdict: ""},
+		{name: "one event's ceiling, status reads/s, engine in process @1k", value: 1e6 / 1.6, verdict: ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, ok := by[tc.name]

@@ -236,6 +236,19 @@ func (r *Result) ComputeRatios() {
 			add("status Redis CPU per request rushline/naive"+at, ours.RedisCPU, base.RedisCPU, 0, true)
 		}
 	}
+	// The engine in process, no HTTP: no target of its own (the targets are
+	// measured over HTTP), shown beside them as the bound Redis sets.
+	for _, e := range r.Engine {
+		if e.RedisCPU <= 0 {
+			continue
+		}
+		at, unit := ", engine in process @"+SizeLabel(e.Waiting), "joins/s"
+		if e.Op == OpStatus {
+			unit = "status reads/s"
+		}
+		add(e.Op+" Redis CPU µs per request"+at, e.RedisCPU, 1, 0, true)
+		add("one event's ceiling, "+unit+at, 1e6, e.RedisCPU, 0, false)
+	}
 	if len(sizes) > 0 {
 		// The most any server can gain on naive with this client on this machine.
 		for _, op := range []string{OpJoin, OpStatus} {
