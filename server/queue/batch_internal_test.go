@@ -184,8 +184,8 @@ func TestBatchConcatenatedRun(t *testing.T) {
 
 // TestBatchGathers: while calls come in runs (the last pipeline carried
 // more than one), a call that finds the pipeline free waits Gather for
-// others and goes with them; a lone caller (the last pipeline carried one)
-// never waits for the gather.
+// others and goes with them, or less once GatherTarget calls are queued; a
+// lone caller (the last pipeline carried one) never waits for the gather.
 func TestBatchGathers(t *testing.T) {
 	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
 	eng := New(rdb, []byte("k"), WithBatching(Batching{}))
@@ -200,21 +200,23 @@ func TestBatchGathers(t *testing.T) {
 	cases := []struct {
 		name   string
 		gather time.Duration
+		target int
 		last   int // calls of the pipeline before
 		calls  int
 		want   int // calls of the pipeline they go in
 	}{
-		{"after a run, two calls go together", 500 * time.Millisecond, 2, 2, 2},
-		{"after a run, three calls go together", 500 * time.Millisecond, 5, 3, 3},
-		{"a lone caller never waits", time.Minute, 1, 1, 1},
+		{"after a run, two calls go together", 500 * time.Millisecond, 0, 2, 2, 2},
+		{"after a run, three calls go together", 500 * time.Millisecond, 0, 5, 3, 3},
+		{"the target ends the gather", time.Minute, 3, 5, 3, 3},
+		{"a lone caller never waits", time.Minute, 0, 1, 1, 1},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBatcher(rdb, Batching{Size: 64, InFlight: 1, Gather: tc.gather}, manyScripts)
+			b := newBatcher(rdb, Batching{Size: 64, InFlight: 1, Gather: tc.gather, GatherTarget: tc.target}, manyScripts)
 			defer b.close()
 			b.last = tc.last
 			// A gather of a minute would outlast this deadline: a lone
-			// call must go at once.
+			// call, or a queue at the target, must go at once.
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			var wg sync.WaitGroup
