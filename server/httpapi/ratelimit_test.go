@@ -2,9 +2,9 @@ package httpapi_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,13 +67,9 @@ func (f *Fixture) MustMetric(tb testing.TB, prefix string) string {
 // deadRedis is a client of an address nothing listens on.
 func deadRedis(tb testing.TB) *redis.Client {
 	tb.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	// A socket path nothing listens on: unlike a loopback port let go, no
+	// Redis another test starts can take it.
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: filepath.Join(tb.TempDir(), "none.sock"), MaxRetries: -1})
 	tb.Cleanup(func() { rdb.Close() })
 	return rdb
 }

@@ -182,41 +182,55 @@ func TestBatchConcatenatedRun(t *testing.T) {
 	}
 }
 
-// TestBatchGathers: while calls come in runs (the last pipeline carried
-// more than one), a call that finds the pipeline free waits Gather for
-// others and goes with them, or less once GatherTarget calls are queued; a
-// lone caller (the last pipeline carried one) never waits for the gather.
-func TestBatchGathers(t *testing.T) {
+// mustGatherFixture starts a Redis with event e1 and returns its client and
+// a join of user through a batcher.
+func mustGatherFixture(t *testing.T) (*redis.Client, func(b *batcher, ctx context.Context, user string) error) {
+	t.Helper()
 	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
 	eng := New(rdb, []byte("k"), WithBatching(Batching{}))
 	if err := eng.CreateEvent(context.Background(), Event{ID: "e1", Name: "e1", Seats: 1, Capacity: 1, AdmitBatch: 1,
 		AdmitIntervalMS: 250, ActiveTTLS: 60, Policy: PolicyBatch}); err != nil {
 		t.Fatal(err)
 	}
-	join := func(b *batcher, ctx context.Context, user string) error {
+	return rdb, func(b *batcher, ctx context.Context, user string) error {
 		_, err := b.do(ctx, scriptJoin, "e1", append([]any{int64(1000), int64(0)}, joinArgv(user, JoinOptions{})...))
 		return err
 	}
+}
+
+// TestBatchGathers: while calls come in runs (the last pipeline carried
+// more than one), a call that finds the pipeline free waits Gather for
+// others and goes with them, or less once GatherTarget calls are queued, or
+// as many as may come back (the callers of the last pipeline to return and
+// those queued behind it), or no call has come for GatherIdle; after a lone
+// call (the last pipeline carried one) the next never waits for the gather.
+func TestBatchGathers(t *testing.T) {
+	rdb, join := mustGatherFixture(t)
 	cases := []struct {
 		name   string
 		gather time.Duration
+		idle   time.Duration
 		target int
 		last   int // calls of the pipeline before
+		expect int // callers that may come back
 		calls  int
 		want   int // calls of the pipeline they go in
 	}{
-		{"after a run, two calls go together", 500 * time.Millisecond, 0, 2, 2, 2},
-		{"after a run, three calls go together", 500 * time.Millisecond, 0, 5, 3, 3},
-		{"the target ends the gather", time.Minute, 3, 5, 3, 3},
-		{"a lone caller never waits", time.Minute, 0, 1, 1, 1},
+		{"after a run, two calls go together", 500 * time.Millisecond, 0, 0, 2, 2, 2, 2},
+		{"after a run, three calls go together", 500 * time.Millisecond, 0, 0, 5, 5, 3, 3},
+		{"the target ends the gather", time.Minute, 0, 3, 5, 5, 3, 3},
+		{"the callers that may come back end the gather", time.Minute, 0, 48, 3, 3, 3, 3},
+		{"a quiet spell ends the gather", time.Minute, 50 * time.Millisecond, 48, 5, 5, 3, 3},
+		{"after a lone call, the next never waits", time.Minute, 0, 0, 1, 1, 1, 1},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newBatcher(rdb, Batching{Size: 64, InFlight: 1, Gather: tc.gather, GatherTarget: tc.target}, manyScripts)
+			b := newBatcher(rdb, Batching{Size: 64, InFlight: 1, Gather: tc.gather, GatherIdle: tc.idle,
+				GatherTarget: tc.target}, manyScripts)
 			defer b.close()
-			b.last = tc.last
+			b.last, b.expect = tc.last, tc.expect
 			// A gather of a minute would outlast this deadline: a lone
-			// call, or a queue at the target, must go at once.
+			// call, or a full queue, must go at once.
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			var wg sync.WaitGroup
@@ -232,6 +246,83 @@ func TestBatchGathers(t *testing.T) {
 			defer b.mu.Unlock()
 			if b.last != tc.want {
 				t.Errorf("the calls went in a pipeline of %d, want %d", b.last, tc.want)
+			}
+		})
+	}
+}
+
+// TestBatchGathersBehindAPipeline: calls queued behind a pipeline in flight
+// do not go the moment it returns while fewer than the target and than the
+// callers that may come back: they gather, and go once either is queued. A
+// quiet spell counts from the pipeline's return, not from the calls'
+// arrival: the callers it answered have had no time to come back.
+func TestBatchGathersBehindAPipeline(t *testing.T) {
+	rdb, join := mustGatherFixture(t)
+	cases := []struct {
+		name     string
+		target   int
+		idle     time.Duration
+		inFlight int           // calls of the pipeline in flight
+		queued   int           // calls queued behind it
+		aged     time.Duration // how long before its return they came
+		more     int           // calls that come after it returns
+	}{
+		{"the target ends the gather", 4, 0, 10, 2, 0, 2},
+		{"the callers just answered end the gather", 48, 0, 2, 2, 0, 2},
+		{"a quiet spell counts from the return", 4, 5 * time.Second, 10, 2, 10 * time.Second, 2},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBatcher(rdb, Batching{Size: 64, InFlight: 1, Gather: time.Minute, GatherIdle: tc.idle,
+				GatherTarget: tc.target}, manyScripts)
+			defer b.close()
+			b.mu.Lock()
+			b.running, b.last = 1, tc.inFlight
+			b.mu.Unlock()
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			var wg sync.WaitGroup
+			joins := func(from, n int) {
+				for k := from; k < from+n; k++ {
+					wg.Go(func() {
+						if err := join(b, ctx, fmt.Sprintf("behind%d-%d", i, k)); err != nil {
+							t.Error(err)
+						}
+					})
+				}
+			}
+			joins(0, tc.queued)
+			for {
+				b.mu.Lock()
+				n := len(b.queue)
+				b.mu.Unlock()
+				if n == tc.queued {
+					b.mu.Lock()
+					for _, c := range b.queue {
+						c.at = c.at.Add(-tc.aged)
+					}
+					b.mu.Unlock()
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("%d calls queued behind the pipeline, want %d", n, tc.queued)
+				}
+				time.Sleep(time.Millisecond)
+			}
+			b.finish(tc.inFlight) // the pipeline in flight returns
+			b.mu.Lock()
+			running, queued, gathering := b.running, len(b.queue), b.gathering
+			b.mu.Unlock()
+			if running != 0 || queued != tc.queued || !gathering {
+				t.Fatalf("after the pipeline returned: %d in flight, %d queued, gathering %v; want 0, %d, true",
+					running, queued, gathering, tc.queued)
+			}
+			joins(tc.queued, tc.more)
+			wg.Wait()
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			if want := tc.queued + tc.more; b.last != want {
+				t.Errorf("the calls went in a pipeline of %d, want %d", b.last, want)
 			}
 		})
 	}

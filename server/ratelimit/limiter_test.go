@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"net"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -129,13 +130,9 @@ func TestAllowCluster(t *testing.T) {
 
 func TestAllowRedisDown(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens here now
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	// A socket path nothing listens on: unlike a loopback port let go, no
+	// Redis another test starts can take it.
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: filepath.Join(t.TempDir(), "none.sock"), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	l := ratelimit.New(rdb, MustRules(t, "join=1/s"), ratelimit.WithTimeout(time.Second))
 	if res, err := l.Allow(context.Background(), ratelimit.Join, "c"); err == nil {
