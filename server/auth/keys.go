@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -250,13 +251,26 @@ func newKey() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// Equal reports whether a presented key matches a configured one, in time
-// independent of where they differ and of their lengths (both are hashed
-// first). Empty strings never match, so a missing header cannot equal an
-// unset key.
+// Equal reports whether a presented key a matches a configured one b, in
+// time independent of where they differ and of their lengths (both are
+// hashed first). Empty strings never match, so a missing header cannot
+// equal an unset key. b's hash is computed once and kept (configured keys
+// are few; a presented key is never kept).
 func Equal(a, b string) bool {
 	ha := sha256.Sum256([]byte(a))
-	hb := sha256.Sum256([]byte(b))
+	hb := configured(b)
 	same := subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
 	return same && a != "" && b != ""
+}
+
+// digests holds the hashes of the configured keys Equal has seen.
+var digests sync.Map // string -> [sha256.Size]byte
+
+func configured(k string) [sha256.Size]byte {
+	if d, ok := digests.Load(k); ok {
+		return d.([sha256.Size]byte)
+	}
+	d := sha256.Sum256([]byte(k))
+	digests.Store(k, d)
+	return d
 }

@@ -36,13 +36,14 @@ type feed struct {
 	// wake ends a pace wait early (Hub.Nudge).
 	wake chan struct{}
 
-	mu         sync.Mutex
-	subs       map[*Sub]struct{}
-	bySeq      map[int64][]*Sub
-	pending    []correction
-	lastID     string
-	admitted   [2]int64 // admitted records read since the tail started, per lane (laneIndex)
-	ticks      int64
+	mu       sync.Mutex
+	subs     map[*Sub]struct{}
+	bySeq    map[int64][]*Sub
+	pending  []correction
+	lastID   string
+	admitted [2]int64 // admitted records read since the tail started, per lane (laneIndex)
+	// tickNo is the clock's tick number (time over Hub.tick) at the last tick.
+	tickNo     int64
 	emptySince time.Time
 	// history holds the latest records that move places (admissions, leaves
 	// from the line), so a rank taken before the tail's position can be
@@ -297,14 +298,19 @@ func (f *feed) tick() {
 	if len(ranks) > 0 {
 		f.pending = append(f.pending, correction{asOf: p.AsOf, ranks: ranks, at: now})
 	}
-	// Each subscriber has a slot among the ticks of one position interval.
+	// Each subscriber has a slot among the ticks of one position interval,
+	// numbered by the clock: a tick that comes late (after a stream read
+	// that blocked) serves the slots it skipped, so positions still come
+	// once an interval.
 	slots := max(int64(h.every/h.tick), 1)
-	f.ticks++
+	cur := now.UnixNano() / int64(h.tick)
+	passed := cur - f.tickNo
+	f.tickNo = cur
 	for s := range f.subs {
 		if !s.based {
 			continue
 		}
-		if s.Seq%slots != f.ticks%slots && now.Sub(s.lastSent) < h.heartbeat {
+		if !slotDue(s.Seq, cur, passed, slots) && now.Sub(s.lastSent) < h.heartbeat {
 			continue
 		}
 		rank := s.rank0 - (f.admitted[laneIndex(s.lane)] - s.adm0) - s.leftAhead
@@ -322,6 +328,15 @@ func (f *feed) tick() {
 			s.signal(func() { s.update = &u })
 		}
 	}
+}
+
+// slotDue reports whether seq's slot (seq mod slots) is among the ticks
+// cur-passed+1 .. cur.
+func slotDue(seq, cur, passed, slots int64) bool {
+	if passed >= slots {
+		return true
+	}
+	return ((cur-seq)%slots+slots)%slots < passed
 }
 
 // sleep waits d, or less when the hub closes or wake (nil: never) fires.

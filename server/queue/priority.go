@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -146,10 +145,8 @@ const ErrPriorityCodeInvalid = "this priority code is not valid for you"
 // MaxGrants is the most users plus codes one grant call may carry.
 const MaxGrants = 10_000
 
-var codePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
 // ValidPriorityCode reports whether s can be a priority code: 1–64 of [A-Za-z0-9_.-].
-func ValidPriorityCode(s string) bool { return codePattern.MatchString(s) }
+func ValidPriorityCode(s string) bool { return idOf(s, nameByte) }
 
 // validGrantUser reports whether s can be a user id: 1–128 printable
 // characters without spaces.
