@@ -294,13 +294,15 @@ func (b *batcher) fullLocked() bool {
 	return b.cfg.GatherTarget > 0 && len(b.queue) >= min(b.cfg.GatherTarget, b.expect)
 }
 
-// takeLocked removes up to Size queued calls, skipping those whose caller
-// has gone, and counts one more pipeline in flight. It returns nil (and
-// counts nothing) when no live call is queued.
+// takeLocked removes up to Size live queued calls, answering those whose
+// caller has gone on the way (they take no room), and counts one more
+// pipeline in flight. It returns nil (and counts nothing) when no live call
+// is queued.
 func (b *batcher) takeLocked() []*call {
-	n := min(len(b.queue), b.cfg.Size)
-	batch := make([]*call, 0, n)
-	for _, c := range b.queue[:n] {
+	batch := make([]*call, 0, min(len(b.queue), b.cfg.Size))
+	n := 0
+	for ; n < len(b.queue) && len(batch) < b.cfg.Size; n++ {
+		c := b.queue[n]
 		if err := c.ctx.Err(); err != nil {
 			c.err = err
 			close(c.done)

@@ -327,3 +327,36 @@ func TestBatchGathersBehindAPipeline(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchTakeSkipsGoneCallers: calls whose caller has gone are answered
+// with the caller's error and take no room in the pipeline: it carries Size
+// live calls.
+func TestBatchTakeSkipsGoneCallers(t *testing.T) {
+	// No Redis: a Wait of an hour keeps the call left queued from going.
+	b := newBatcher(nil, Batching{Size: 2, InFlight: 1, Wait: time.Hour}, manyScripts)
+	defer b.close()
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	mk := func(ctx context.Context) *call { return &call{ctx: ctx, done: make(chan struct{})} }
+	dead, live := mk(gone), []*call{mk(context.Background()), mk(context.Background()), mk(context.Background())}
+	b.mu.Lock()
+	b.queue = append(b.queue, dead, live[0], live[1], live[2])
+	batch := b.takeLocked()
+	queued := len(b.queue)
+	b.running-- // the pipeline never goes: close must not wait for it
+	b.mu.Unlock()
+	if len(batch) != 2 || batch[0] != live[0] || batch[1] != live[1] {
+		t.Fatalf("took %d calls, want the first two live ones", len(batch))
+	}
+	if queued != 1 {
+		t.Errorf("%d calls left queued, want the third live one", queued)
+	}
+	select {
+	case <-dead.done:
+		if !errors.Is(dead.err, context.Canceled) {
+			t.Errorf("the gone caller's call answered %v, want context.Canceled", dead.err)
+		}
+	default:
+		t.Error("the gone caller's call was not answered")
+	}
+}
