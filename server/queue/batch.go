@@ -81,7 +81,8 @@ type Batching struct {
 	// others that are not coming.
 	GatherIdle time.Duration
 	// GatherTarget, when set, ends a gather once this many calls are
-	// queued, or as many as the last pipeline carried if that was fewer.
+	// queued, or fewer: as many as may come back (the calls of the last
+	// pipeline to return plus those queued behind it).
 	GatherTarget int
 	// StatusSnapshots has status reads answered from one MULTI/EXEC
 	// snapshot of their event's line where it can answer them (see
