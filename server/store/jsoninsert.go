@@ -37,6 +37,8 @@ type jsonInsert struct {
 	suffix string
 }
 
+func (ins *jsonInsert) String() string { return ins.table }
+
 // text is the statement text in dialect.
 func (ins *jsonInsert) text(dialect string) string {
 	names := make([]string, len(ins.cols))
@@ -65,6 +67,45 @@ func (ins *jsonInsert) text(dialect string) string {
 	}
 	return "INSERT INTO " + ins.table + " (" + strings.Join(names, ", ") + ") SELECT " + strings.Join(exprs, ", ") +
 		" FROM " + from + " " + ins.suffix
+}
+
+// statement is an INSERT that takes all its rows as one argument (a
+// jsonRows), in the text of a dialect.
+type statement interface {
+	text(dialect string) string
+	// String names it in errors.
+	String() string
+}
+
+// joinRunsInsert inserts entries rows of tokens that have only joined: the
+// rows of a run of joins (see queue.Record.Part) differ only in seq, user
+// id and joined record, so each JSON row stands for a run and carries its
+// user ids as one array: event id, the first seq, the time, lane, user
+// type, the stream id, the first part, then the user ids. Unpacking it
+// costs a fraction of one JSON row per entry.
+type joinRunsInsert struct {
+	suffix string
+}
+
+func (ins *joinRunsInsert) String() string { return "entries (runs of joins)" }
+
+const joinCols = "event_id, seq, user_id, user_type, status, status_at, joined_at, admitted_at, finished_at, lane, admission_no, joined_id"
+
+func (ins *joinRunsInsert) text(dialect string) string {
+	if dialect == DialectPostgres {
+		const part = "((r.v ->> 6)::bigint + u.ord - 1)"
+		return "INSERT INTO entries (" + joinCols + ") SELECT r.v ->> 0, (r.v ->> 1)::bigint + u.ord - 1, u.id, r.v ->> 4, 'WAITING', " +
+			"(r.v ->> 2)::timestamptz, (r.v ->> 2)::timestamptz, NULL, NULL, r.v ->> 3, 0, " +
+			"CASE WHEN " + part + " = 0 THEN r.v ->> 5 ELSE (r.v ->> 5) || '/' || " + part + " END " +
+			"FROM jsonb_array_elements($1::jsonb) AS r(v), jsonb_array_elements_text(r.v -> 7) WITH ORDINALITY AS u(id, ord) " +
+			ins.suffix
+	}
+	// Each run's fields are read once (LIMIT keeps the subqueries from
+	// being flattened into a read per user); json_each walks its users.
+	return "INSERT INTO entries (" + joinCols + ") SELECT r.e, r.q + u.key, u.value, r.ty, 'WAITING', r.t, r.t, NULL, NULL, r.l, 0, " +
+		"CASE WHEN r.p + u.key = 0 THEN r.id ELSE r.id || '/' || (r.p + u.key) END " +
+		"FROM (SELECT v ->> 0 AS e, v ->> 1 AS q, v ->> 2 AS t, v ->> 3 AS l, v ->> 4 AS ty, v ->> 5 AS id, v ->> 6 AS p, v -> 7 AS us " +
+		"FROM (SELECT jsonb(value) AS v FROM json_each(?) LIMIT -1) LIMIT -1) AS r, json_each(r.us) AS u WHERE true " + ins.suffix
 }
 
 // sqliteTime is the layout go-sqlite3 writes a bound time.Time in; times
@@ -107,6 +148,19 @@ func (j *jsonRows) row() *jsonRows {
 
 // end closes the row.
 func (j *jsonRows) end() { j.b = append(j.b, ']') }
+
+// list opens an array as the row's next value; endList closes it.
+func (j *jsonRows) list() *jsonRows {
+	j.sep()
+	j.b = append(j.b, '[')
+	j.more = false
+	return j
+}
+
+func (j *jsonRows) endList() {
+	j.b = append(j.b, ']')
+	j.more = true
+}
 
 func (j *jsonRows) sep() {
 	if j.more {
@@ -190,12 +244,12 @@ func appendJSONString(dst []byte, s string) []byte {
 // stmtCache holds a store's prepared statements until Close.
 type stmtCache struct {
 	mu sync.Mutex
-	m  map[*jsonInsert]*sql.Stmt
+	m  map[statement]*sql.Stmt
 }
 
 // stmt returns the prepared statement of ins, preparing it on the pool the
 // first time.
-func (s *Store) stmt(ctx context.Context, ins *jsonInsert) (*sql.Stmt, error) {
+func (s *Store) stmt(ctx context.Context, ins statement) (*sql.Stmt, error) {
 	c := &s.stmts
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -211,17 +265,17 @@ func (s *Store) stmt(ctx context.Context, ins *jsonInsert) (*sql.Stmt, error) {
 	}
 	st, err := pool.PrepareContext(ctx, ins.text(s.dialect))
 	if err != nil {
-		return nil, fmt.Errorf("prepare %s: %w", ins.table, err)
+		return nil, fmt.Errorf("prepare %s: %w", ins, err)
 	}
 	if c.m == nil {
-		c.m = map[*jsonInsert]*sql.Stmt{}
+		c.m = map[statement]*sql.Stmt{}
 	}
 	c.m[ins] = st
 	return st, nil
 }
 
 // insert runs ins in tx for rows; none runs nothing.
-func (s *Store) insert(ctx context.Context, tx *sql.Tx, ins *jsonInsert, rows *jsonRows) error {
+func (s *Store) insert(ctx context.Context, tx *sql.Tx, ins statement, rows *jsonRows) error {
 	if rows.n == 0 {
 		return nil
 	}
@@ -230,7 +284,7 @@ func (s *Store) insert(ctx context.Context, tx *sql.Tx, ins *jsonInsert, rows *j
 		return err
 	}
 	if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, rows.String()); err != nil {
-		return fmt.Errorf("%s: %w", ins.table, err)
+		return fmt.Errorf("%s: %w", ins, err)
 	}
 	return nil
 }

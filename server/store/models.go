@@ -122,6 +122,12 @@ type Entry struct {
 	// AdmissionNo is the number the admitted record gave the attempt; 0
 	// until it is written (and in rows written before the column existed).
 	AdmissionNo int64 `gorm:"column:admission_no;not null;default:0"`
+	// JoinedID is the stream key (queue.Record.Key) of the joined record,
+	// "" until it is written. The joined record's transition lives in this
+	// row (JoinedAt, JoinedID, Lane), not in entry_transitions: a join then
+	// costs one row, not two. Transitions lists it with the others. Rows
+	// written before the column existed keep theirs in entry_transitions.
+	JoinedID string `gorm:"column:joined_id;not null;default:''"`
 }
 
 // TableName implements gorm's schema.Tabler.
@@ -135,7 +141,8 @@ func (e *Entry) toUTC() {
 }
 
 // Transition is a row of the entry_transitions table, the audit trail: one
-// row per stream record. StreamID is the record's queue.Record.Key.
+// row per stream record but the joined ones, which the entries row holds
+// (Entry.JoinedID). StreamID is the record's queue.Record.Key.
 type Transition struct {
 	ID       int64        `gorm:"column:id;primaryKey;autoIncrement"`
 	StreamID string       `gorm:"column:stream_id;not null;uniqueIndex:ux_entry_transitions_event_stream,priority:2"`

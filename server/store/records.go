@@ -80,8 +80,9 @@ var entryUpsert = "ON CONFLICT (event_id, seq) DO UPDATE SET " +
 	// An attempt's lane never changes; a row made before its records
 	// carried one learns it from any of them.
 	"lane = CASE WHEN excluded.lane <> '' THEN excluded.lane ELSE entries.lane END, " +
-	// So is its admission number, once given.
-	"admission_no = CASE WHEN entries.admission_no <> 0 THEN entries.admission_no ELSE excluded.admission_no END"
+	// So are its admission number, once given, and its joined record.
+	"admission_no = CASE WHEN entries.admission_no <> 0 THEN entries.admission_no ELSE excluded.admission_no END, " +
+	"joined_id = CASE WHEN entries.joined_id <> '' THEN entries.joined_id ELSE excluded.joined_id END"
 
 func pick(col string) string {
 	return fmt.Sprintf("%[2]s = CASE WHEN %[1]s THEN excluded.%[2]s ELSE entries.%[2]s END", entryWins, col)
@@ -93,9 +94,10 @@ var (
 		table: "entries",
 		cols: []column{{"event_id", colText}, {"seq", colInt}, {"user_id", colText}, {"user_type", colText},
 			{"status", colText}, {"status_at", colTime}, {"joined_at", colTime}, {"admitted_at", colTime},
-			{"finished_at", colTime}, {"lane", colText}, {"admission_no", colInt}},
+			{"finished_at", colTime}, {"lane", colText}, {"admission_no", colInt}, {"joined_id", colText}},
 		suffix: entryUpsert,
 	}
+	insertJoins       = &joinRunsInsert{suffix: entryUpsert}
 	insertTransitions = &jsonInsert{
 		table: "entry_transitions",
 		cols: []column{{"stream_id", colText}, {"event_id", colText}, {"seq", colInt}, {"user_id", colText},
@@ -160,17 +162,21 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 	if err != nil {
 		return nil, unavailable(fmt.Sprintf("write %d records", len(recs)), err)
 	}
-	var transitions, orders, entries jsonRows
-	transitions.grow(len(recs) * 96)
+	var transitions, orders, entries, joins jsonRows
 	var sold, late []queue.Record
 	var redeemed []queue.Record
-	byKey := make(map[entryKey]*Entry, len(recs))
+	byKey := make(map[entryKey]*pending, len(recs))
 	for _, r := range recs {
 		st, _ := statusOf(r.Kind)
 		at := utc(r.At)
-		transitions.row().str(r.Key()).str(r.EventID).int(r.Seq).str(r.UserID).str(string(st)).time(at).
-			str(string(r.Lane)).end()
-		if streamMS(r.ID) < fences[r.EventID] {
+		fenced := streamMS(r.ID) < fences[r.EventID]
+		// A joined record's transition is its entry's (Entry.JoinedID),
+		// unless the record is fenced off the entries.
+		if r.Kind != queue.RecordJoined || fenced {
+			transitions.row().str(r.Key()).str(r.EventID).int(r.Seq).str(r.UserID).str(string(st)).time(at).
+				str(string(r.Lane)).end()
+		}
+		if fenced {
 			if r.Kind == queue.RecordDone && r.OrderID != "" {
 				late = append(late, r)
 			}
@@ -185,17 +191,20 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 		}
 
 		k := entryKey{r.EventID, r.Seq}
-		e := byKey[k]
-		if e == nil {
-			e = &Entry{
+		p := byKey[k]
+		if p == nil {
+			p = &pending{Entry: Entry{
 				EventID: r.EventID, Seq: r.Seq, UserID: r.UserID, UserType: queue.TypeOf(r.UserID),
 				Status: st, StatusAt: at, Lane: r.Lane,
-			}
+			}}
 			if st.Finished() {
-				e.FinishedAt = &at
+				p.FinishedAt = &at
 			}
-			byKey[k] = e
-		} else {
+			byKey[k] = p
+		}
+		p.records++
+		e := &p.Entry
+		if p.records > 1 {
 			if r.Lane != queue.LaneNormal {
 				e.Lane = r.Lane
 			}
@@ -208,7 +217,10 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 		}
 		switch r.Kind {
 		case queue.RecordJoined:
-			e.JoinedAt = earliest(e.JoinedAt, at)
+			if e.JoinedAt == nil || at.Before(*e.JoinedAt) {
+				e.JoinedAt, e.JoinedID = &at, r.Key()
+				p.id, p.part = r.ID, r.Part
+			}
 		case queue.RecordAdmitted:
 			e.AdmittedAt = earliest(e.AdmittedAt, at)
 			e.AdmissionNo = r.AdmissionNo
@@ -217,24 +229,38 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 
 	// One row per token, as PostgreSQL refuses to upsert a row twice in one
 	// statement; in key order, so concurrent writers lock rows in one order.
-	keyed := make([]*Entry, 0, len(byKey))
-	for _, e := range byKey {
-		keyed = append(keyed, e)
+	keyed := make([]*pending, 0, len(byKey))
+	for _, p := range byKey {
+		keyed = append(keyed, p)
 	}
-	slices.SortFunc(keyed, func(a, b *Entry) int {
+	slices.SortFunc(keyed, func(a, b *pending) int {
 		return cmp.Or(cmp.Compare(a.EventID, b.EventID), cmp.Compare(a.Seq, b.Seq))
 	})
-	entries.grow(len(keyed) * 160)
-	for _, e := range keyed {
-		entries.row().str(e.EventID).int(e.Seq).str(e.UserID).str(string(e.UserType)).str(string(e.Status)).
-			time(e.StatusAt).timePtr(e.JoinedAt).timePtr(e.AdmittedAt).timePtr(e.FinishedAt).str(string(e.Lane)).
-			int(e.AdmissionNo).end()
+	// A token with nothing in the batch but its joined record (a burst of
+	// joins is all such) goes in a run of them, one JSON row for many.
+	var run []*pending
+	for _, p := range keyed {
+		if !p.joinedOnly() {
+			e := &p.Entry
+			entries.row().str(e.EventID).int(e.Seq).str(e.UserID).str(string(e.UserType)).str(string(e.Status)).
+				time(e.StatusAt).timePtr(e.JoinedAt).timePtr(e.AdmittedAt).timePtr(e.FinishedAt).str(string(e.Lane)).
+				int(e.AdmissionNo).str(e.JoinedID).end()
+			continue
+		}
+		if len(run) > 0 && !run[len(run)-1].precedes(p) {
+			writeJoinRun(&joins, run)
+			run = run[:0]
+		}
+		run = append(run, p)
+	}
+	if len(run) > 0 {
+		writeJoinRun(&joins, run)
 	}
 
 	batches := []struct {
-		ins  *jsonInsert
+		ins  statement
 		rows *jsonRows
-	}{{insertEntries, &entries}, {insertTransitions, &transitions}, {insertOrders, &orders}}
+	}{{insertJoins, &joins}, {insertEntries, &entries}, {insertTransitions, &transitions}, {insertOrders, &orders}}
 	// Prepare before the transaction takes its connection, so that even a
 	// one-connection pool has one free to prepare on.
 	for _, b := range batches {
@@ -272,6 +298,44 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 		return nil, unavailable(fmt.Sprintf("write %d records", len(recs)), err)
 	}
 	return conflicts, nil
+}
+
+// pending is an entries row being folded from a batch's records.
+type pending struct {
+	Entry
+	// records counts the batch's records of the token; id and part are
+	// its joined record's stream id and queue.Record.Part.
+	records int
+	id      string
+	part    int
+}
+
+// joinedOnly reports whether the token's one record in the batch is its
+// joined record.
+func (p *pending) joinedOnly() bool {
+	return p.records == 1 && p.Status == queue.StatusWaiting && p.JoinedAt != nil
+}
+
+// precedes reports whether q may follow p in a run of joins: the next seq
+// and record part of the same stream entry, at the same time, in the same
+// lane, of the same user type.
+func (p *pending) precedes(q *pending) bool {
+	return q.EventID == p.EventID && q.Seq == p.Seq+1 && q.id == p.id && q.part == p.part+1 &&
+		q.JoinedAt.Equal(*p.JoinedAt) && q.Lane == p.Lane && q.UserType == p.UserType
+}
+
+// writeJoinRun adds run, entries that precede one another, to rows as one
+// row of insertJoins.
+func writeJoinRun(rows *jsonRows, run []*pending) {
+	f := run[0]
+	rows.row().str(f.EventID).int(f.Seq).time(*f.JoinedAt).str(string(f.Lane)).str(string(f.UserType)).
+		str(f.id).int(int64(f.part))
+	users := rows.list()
+	for _, p := range run {
+		users.str(p.UserID)
+	}
+	users.endList()
+	rows.end()
 }
 
 // querier is what both a pool and a transaction run queries on.
@@ -430,17 +494,33 @@ func (s *Store) Entries(ctx context.Context, eventID string) ([]Entry, error) {
 }
 
 // Transitions returns the audit trail of one token, by time and then by
-// insertion order.
+// insertion order: the joined record's transition, which the entries row
+// holds (Entry.JoinedID; its ID is 0), comes first of those at its time.
 func (s *Store) Transitions(ctx context.Context, eventID string, seq int64) ([]Transition, error) {
+	fail := func(err error) ([]Transition, error) {
+		return nil, unavailable(fmt.Sprintf("transitions of %s/%d", eventID, seq), err)
+	}
 	var rows []Transition
 	err := s.db.WithContext(ctx).Where("event_id = ? AND seq = ?", eventID, seq).Order("at, id").Find(&rows).Error
 	if err != nil {
-		return nil, unavailable(fmt.Sprintf("transitions of %s/%d", eventID, seq), err)
+		return fail(err)
+	}
+	var es []Entry
+	err = s.db.WithContext(ctx).Where("event_id = ? AND seq = ? AND joined_id <> ''", eventID, seq).Limit(1).Find(&es).Error
+	if err != nil {
+		return fail(err)
 	}
 	for i := range rows {
 		rows[i].At = rows[i].At.UTC()
 	}
-	return rows, nil
+	if len(es) == 0 || es[0].JoinedAt == nil {
+		return rows, nil
+	}
+	e := es[0]
+	joined := Transition{StreamID: e.JoinedID, EventID: e.EventID, Seq: e.Seq, UserID: e.UserID,
+		Status: queue.StatusWaiting, At: e.JoinedAt.UTC(), Lane: e.Lane}
+	at, _ := slices.BinarySearchFunc(rows, joined.At, func(t Transition, at time.Time) int { return t.At.Compare(at) })
+	return slices.Insert(rows, at, joined), nil
 }
 
 // Orders returns the event's orders, oldest first (by created_at, then

@@ -49,13 +49,15 @@ func lifecycle() []queue.Record {
 func lifecycleEntries() []store.Entry {
 	return []store.Entry{
 		{EventID: "ev1", Seq: 1, UserID: "alice", UserType: queue.UserActual, Status: queue.StatusDone,
-			StatusAt: t0.Add(3 * time.Second), JoinedAt: tp(t0), AdmittedAt: tp(t0.Add(time.Second)), FinishedAt: tp(t0.Add(3 * time.Second))},
+			StatusAt: t0.Add(3 * time.Second), JoinedAt: tp(t0), AdmittedAt: tp(t0.Add(time.Second)), FinishedAt: tp(t0.Add(3 * time.Second)),
+			JoinedID: "1000-0"},
 		{EventID: "ev1", Seq: 2, UserID: "bob", UserType: queue.UserActual, Status: queue.StatusWaiting,
-			StatusAt: t0.Add(1 * ms), JoinedAt: tp(t0.Add(1 * ms))},
+			StatusAt: t0.Add(1 * ms), JoinedAt: tp(t0.Add(1 * ms)), JoinedID: "1000-1"},
 		{EventID: "ev1", Seq: 3, UserID: "VIRTUAL:bot-1", UserType: queue.UserVirtual, Status: queue.StatusExpired,
-			StatusAt: t0.Add(5 * time.Minute), JoinedAt: tp(t0.Add(2 * ms)), AdmittedAt: tp(t0.Add(time.Second)), FinishedAt: tp(t0.Add(5 * time.Minute))},
+			StatusAt: t0.Add(5 * time.Minute), JoinedAt: tp(t0.Add(2 * ms)), AdmittedAt: tp(t0.Add(time.Second)), FinishedAt: tp(t0.Add(5 * time.Minute)),
+			JoinedID: "1000-2"},
 		{EventID: "ev1", Seq: 4, UserID: "carol", UserType: queue.UserActual, Status: queue.StatusLeft,
-			StatusAt: t0.Add(2 * time.Second), JoinedAt: tp(t0.Add(3 * ms)), FinishedAt: tp(t0.Add(2 * time.Second))},
+			StatusAt: t0.Add(2 * time.Second), JoinedAt: tp(t0.Add(3 * ms)), FinishedAt: tp(t0.Add(2 * time.Second)), JoinedID: "1000-3"},
 	}
 }
 
@@ -104,12 +106,14 @@ func mustEqual[T any](t *testing.T, what string, got, want T) {
 
 // transitionsOf drops the generated ids, checking they rise in list order
 // for rows of distinct times.
+// transitionsOf is ts without their ids, which only the joined one, held
+// by the entries row, has none of.
 func transitionsOf(t *testing.T, ts []store.Transition) []store.Transition {
 	t.Helper()
 	out := make([]store.Transition, len(ts))
 	for i, tr := range ts {
-		if tr.ID == 0 {
-			t.Fatalf("transition %d has no id", i)
+		if (tr.ID == 0) != (tr.Status == queue.StatusWaiting) {
+			t.Fatalf("transition %d (%s) has id %d", i, tr.Status, tr.ID)
 		}
 		tr.ID = 0
 		out[i] = tr
@@ -232,6 +236,7 @@ func TestWriteRecords(t *testing.T) {
 			mustEqual(t, "dave", got, []store.Entry{{
 				EventID: "ev1", Seq: 1, UserID: "dave", UserType: queue.UserActual, Status: queue.StatusExpired,
 				StatusAt: t0.Add(9 * time.Second), JoinedAt: tp(t0), AdmittedAt: tp(t0.Add(10 * time.Second)), FinishedAt: tp(t0.Add(9 * time.Second)),
+				JoinedID: "1-0",
 			}})
 		}},
 		// 10,000 joined records in one batch: one WAITING entry each, in seq order.
@@ -257,7 +262,7 @@ func TestWriteRecords(t *testing.T) {
 			for i, e := range got {
 				at := t0.Add(time.Duration(i) * time.Microsecond)
 				want := store.Entry{EventID: "ev1", Seq: int64(i + 1), UserID: recs[i].UserID, UserType: queue.TypeOf(recs[i].UserID),
-					Status: queue.StatusWaiting, StatusAt: at, JoinedAt: tp(at)}
+					Status: queue.StatusWaiting, StatusAt: at, JoinedAt: tp(at), JoinedID: recs[i].Key()}
 				if !reflect.DeepEqual(e, want) {
 					t.Fatalf("entry %d:\n got  %+v\n want %+v", i, e, want)
 				}
@@ -271,6 +276,57 @@ func TestWriteRecords(t *testing.T) {
 					t.Fatalf("transitions of %d = %+v, %v; want one", seq, trs, err)
 				}
 			}
+		}},
+		// The records of batch entries (runs of joins, Part from 1) go in
+		// as runs: split where the user type, lane, stream entry or seq
+		// breaks, or where the token has another record in the batch; a
+		// join whose token SQL already holds fills in its joined fields.
+		{"runs of joins", func(t *testing.T, ctx context.Context, s *store.Store) {
+			part := func(id string, p int, seq int64, user string, lane queue.Lane, at time.Time) queue.Record {
+				r := rec(id, queue.RecordJoined, seq, user, at)
+				r.Part, r.Lane = p, lane
+				return r
+			}
+			t1 := t0.Add(5 * ms)
+			mustWrite(t, ctx, s, []queue.Record{rec("6000-0", queue.RecordAdmitted, 8, "h", t0.Add(time.Second))})
+			batch := []queue.Record{
+				part("5000-0", 1, 1, "a", "", t0),
+				part("5000-0", 2, 2, "b", "", t0),
+				part("5000-0", 3, 3, "c", "", t0),
+				part("5000-0", 4, 4, queue.VirtualPrefix+"d", "", t0),
+				part("5000-0", 5, 5, queue.VirtualPrefix+"e", queue.LanePriority, t0),
+				part("5001-0", 1, 6, "g", "", t1),
+				part("5001-0", 2, 7, "f", "", t1),
+				part("5001-0", 3, 8, "h", "", t1),
+				rec("5002-0", queue.RecordLeft, 2, "b", t1),
+			}
+			mustWrite(t, ctx, s, batch)
+			before := mustSnapshot(t, ctx, s, "ev1")
+			mustWrite(t, ctx, s, batch)
+			mustEqual(t, "after redelivery", mustSnapshot(t, ctx, s, "ev1"), before)
+
+			waiting := func(seq int64, user string, lane queue.Lane, at time.Time, key string) store.Entry {
+				return store.Entry{EventID: "ev1", Seq: seq, UserID: user, UserType: queue.TypeOf(user), Status: queue.StatusWaiting,
+					StatusAt: at, JoinedAt: tp(at), Lane: lane, JoinedID: key}
+			}
+			left := waiting(2, "b", "", t0, "5000-0/2")
+			left.Status, left.StatusAt, left.FinishedAt = queue.StatusLeft, t1, tp(t1)
+			active := waiting(8, "h", "", t1, "5001-0/3")
+			active.Status, active.StatusAt, active.AdmittedAt = queue.StatusActive, t0.Add(time.Second), tp(t0.Add(time.Second))
+			mustEqual(t, "entries", before.Entries, []store.Entry{
+				waiting(1, "a", "", t0, "5000-0/1"), left, waiting(3, "c", "", t0, "5000-0/3"),
+				waiting(4, queue.VirtualPrefix+"d", "", t0, "5000-0/4"),
+				waiting(5, queue.VirtualPrefix+"e", queue.LanePriority, t0, "5000-0/5"),
+				waiting(6, "g", "", t1, "5001-0/1"), waiting(7, "f", "", t1, "5001-0/2"), active,
+			})
+			mustEqual(t, "transitions of h", transitionsOf(t, before.Transitions[8]), []store.Transition{
+				{StreamID: "5001-0/3", EventID: "ev1", Seq: 8, UserID: "h", Status: queue.StatusWaiting, At: t1},
+				{StreamID: "6000-0", EventID: "ev1", Seq: 8, UserID: "h", Status: queue.StatusActive, At: t0.Add(time.Second)},
+			})
+			mustEqual(t, "transitions of e", transitionsOf(t, before.Transitions[5]), []store.Transition{
+				{StreamID: "5000-0/5", EventID: "ev1", Seq: 5, UserID: queue.VirtualPrefix + "e", Status: queue.StatusWaiting,
+					At: t0, Lane: queue.LanePriority},
+			})
 		}},
 		// Text goes through as it is: quotes, backslashes, control
 		// characters, non-ASCII letters and spaces in user ids, seats and
@@ -429,7 +485,8 @@ func BenchmarkWriteRecords(b *testing.B) {
 
 // BenchmarkWriteJoins writes what the audit writer reads under a burst of
 // joins: batches of 2,000 joined records (queue audit.DefaultBatch), each a
-// new token. ns/record is the SQL part of a join's server CPU.
+// new token, from stream entries of 40 (a join script's run). ns/record is
+// the SQL part of a join's server CPU.
 func BenchmarkWriteJoins(b *testing.B) {
 	for _, dialect := range storetest.Dialects {
 		b.Run(dialect, func(b *testing.B) {
@@ -446,7 +503,8 @@ func BenchmarkWriteJoins(b *testing.B) {
 				at := t0.Add(time.Duration(seq) * time.Millisecond)
 				for i := range batch {
 					seq++
-					batch[i] = rec(fmt.Sprintf("%d-0", seq), queue.RecordJoined, seq, fmt.Sprintf("VIRTUAL:j%d", seq), at)
+					batch[i] = rec(fmt.Sprintf("%d-0", (seq-1)/40), queue.RecordJoined, seq, fmt.Sprintf("VIRTUAL:j%d", seq), at)
+					batch[i].Part = int((seq-1)%40) + 1
 				}
 				b.StartTimer()
 				before := processCPU(b)
