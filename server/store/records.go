@@ -166,6 +166,9 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 	var sold, late []queue.Record
 	var redeemed []queue.Record
 	byKey := make(map[entryKey]*pending, len(recs))
+	// keyed holds the tokens in the order first seen: stream order, which
+	// is mostly seq order already.
+	keyed := make([]*pending, 0, len(recs))
 	for _, r := range recs {
 		st, _ := statusOf(r.Kind)
 		at := utc(r.At)
@@ -201,6 +204,7 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 				p.FinishedAt = &at
 			}
 			byKey[k] = p
+			keyed = append(keyed, p)
 		}
 		p.records++
 		e := &p.Entry
@@ -218,8 +222,7 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 		switch r.Kind {
 		case queue.RecordJoined:
 			if e.JoinedAt == nil || at.Before(*e.JoinedAt) {
-				e.JoinedAt, e.JoinedID = &at, r.Key()
-				p.id, p.part = r.ID, r.Part
+				e.JoinedAt, p.id, p.part = &at, r.ID, r.Part
 			}
 		case queue.RecordAdmitted:
 			e.AdmittedAt = earliest(e.AdmittedAt, at)
@@ -229,10 +232,6 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 
 	// One row per token, as PostgreSQL refuses to upsert a row twice in one
 	// statement; in key order, so concurrent writers lock rows in one order.
-	keyed := make([]*pending, 0, len(byKey))
-	for _, p := range byKey {
-		keyed = append(keyed, p)
-	}
 	slices.SortFunc(keyed, func(a, b *pending) int {
 		return cmp.Or(cmp.Compare(a.EventID, b.EventID), cmp.Compare(a.Seq, b.Seq))
 	})
@@ -242,6 +241,9 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 	for _, p := range keyed {
 		if !p.joinedOnly() {
 			e := &p.Entry
+			if e.JoinedAt != nil {
+				e.JoinedID = queue.Record{ID: p.id, Part: p.part}.Key()
+			}
 			entries.row().str(e.EventID).int(e.Seq).str(e.UserID).str(string(e.UserType)).str(string(e.Status)).
 				time(e.StatusAt).timePtr(e.JoinedAt).timePtr(e.AdmittedAt).timePtr(e.FinishedAt).str(string(e.Lane)).
 				int(e.AdmissionNo).str(e.JoinedID).end()
