@@ -214,14 +214,27 @@ func rss(pid int) int64 {
 // CommandCalls sums the calls of every command in Redis's INFO commandstats,
 // commands run inside scripts included.
 func CommandCalls(ctx context.Context, rdb *redis.Client) (int64, error) {
+	return commandCalls(ctx, rdb, func(string) bool { return true })
+}
+
+// ScriptCalls sums the calls of EVAL and EVALSHA in Redis's INFO
+// commandstats.
+func ScriptCalls(ctx context.Context, rdb *redis.Client) (int64, error) {
+	return commandCalls(ctx, rdb, func(cmd string) bool { return cmd == "eval" || cmd == "evalsha" })
+}
+
+// commandCalls sums the calls of the commands in INFO commandstats that
+// count says to.
+func commandCalls(ctx context.Context, rdb *redis.Client, count func(cmd string) bool) (int64, error) {
 	info, err := rdb.Info(ctx, "commandstats").Result()
 	if err != nil {
 		return 0, err
 	}
 	var total int64
 	for _, line := range strings.Split(info, "\r\n") {
-		_, rest, ok := strings.Cut(line, "calls=")
-		if !ok {
+		stat, rest, ok := strings.Cut(line, ":calls=")
+		cmd, named := strings.CutPrefix(stat, "cmdstat_")
+		if !ok || !named || !count(cmd) {
 			continue
 		}
 		n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)

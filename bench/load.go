@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
@@ -24,6 +25,11 @@ type LoadFigures struct {
 	ServerCPU float64 `json:"server_cpu_us,omitempty"`
 	RedisCPU  float64 `json:"redis_cpu_us,omitempty"`
 	ClientCPU float64 `json:"client_cpu_us,omitempty"`
+	// PerScript is answered requests per script call (EVAL, EVALSHA) Redis
+	// ran meanwhile: 1 for the naive join, the batch size for a batched
+	// one. It explains most swings in Redis CPU per request. 0 when no
+	// script ran.
+	PerScript float64 `json:"requests_per_script,omitempty"`
 }
 
 // load is one vegeta attack by a fixed number of workers at maximum rate: a
@@ -49,11 +55,27 @@ type loadTotals struct {
 	elapsed time.Duration
 	// cpu sums the CPU time of the server, Redis and this process over the loads.
 	cpu [3]time.Duration
+	// scripts sums the script calls Redis ran over the loads.
+	scripts int64
 }
 
 // cpuMeter reads the CPU time used so far by the server, Redis and this
-// process; a zero pid reads as 0.
-type cpuMeter struct{ server, redis int }
+// process; a zero pid reads as 0. With rdb it also counts Redis's script
+// calls.
+type cpuMeter struct {
+	server, redis int
+	rdb           *redis.Client
+}
+
+// scripts is the script calls Redis has run so far, 0 without rdb or when
+// it cannot tell.
+func (c cpuMeter) scripts(ctx context.Context) int64 {
+	if c.rdb == nil {
+		return 0
+	}
+	n, _ := ScriptCalls(ctx, c.rdb)
+	return n
+}
 
 func (c cpuMeter) read() [3]time.Duration {
 	var ru syscall.Rusage
@@ -73,12 +95,13 @@ func pidCPU(pid int) time.Duration {
 
 // run attacks and adds the answers, and the CPU meter's time, to tot.
 func (l load) run(ctx context.Context, tot *loadTotals, meter cpuMeter) {
-	before := meter.read()
+	before, scripts := meter.read(), meter.scripts(ctx)
 	defer func() {
 		after := meter.read()
 		for i := range tot.cpu {
 			tot.cpu[i] += after[i] - before[i]
 		}
+		tot.scripts += meter.scripts(ctx) - scripts
 	}()
 	var next atomic.Uint64
 	tr := func(t *vegeta.Target) error {
@@ -133,6 +156,9 @@ func (tot *loadTotals) figures() LoadFigures {
 	if tot.ok > 0 {
 		us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(tot.ok) }
 		f.ServerCPU, f.RedisCPU, f.ClientCPU = us(tot.cpu[0]), us(tot.cpu[1]), us(tot.cpu[2])
+		if tot.scripts > 0 {
+			f.PerScript = float64(tot.ok) / float64(tot.scripts)
+		}
 	}
 	return f
 }

@@ -544,7 +544,7 @@ func (r *runner) measure(ctx context.Context, server, op string, size int) error
 	if r.totals[key] == nil {
 		r.totals[key] = &loadTotals{}
 	}
-	r.httpLoad(server+" "+op, 0, r.cfg.Duration, target).run(ctx, r.totals[key], cpuMeter{server: srv.cmd.Process.Pid, redis: r.rp.Pid()})
+	r.httpLoad(server+" "+op, 0, r.cfg.Duration, target).run(ctx, r.totals[key], cpuMeter{server: srv.cmd.Process.Pid, redis: r.rp.Pid(), rdb: r.rdb})
 	return ctx.Err()
 }
 

@@ -94,6 +94,12 @@ func TestRunSmoke(t *testing.T) {
 			t.Errorf("%s %s @%d: CPU µs/request server %v, Redis %v, client %v", h.Server, h.Op, h.Waiting,
 				h.ServerCPU, h.RedisCPU, h.ClientCPU)
 		}
+		// The naive join is one script call (rushline's tickers, on the
+		// same Redis, add a few); rushline's joins run in script calls.
+		if h.Op == OpJoin && ((h.Server == ServerNaive && (h.PerScript <= 0.5 || h.PerScript > 1)) ||
+			(h.Server == ServerRushline && h.PerScript <= 0)) {
+			t.Errorf("%s join @%d: %v requests per script call", h.Server, h.Waiting, h.PerScript)
+		}
 	}
 	if a := r.Admission; a.Promoted != cfg.AdmissionWaiting || a.PromotionsPerS <= 0 || a.Batch != cfg.AdmissionBatch {
 		t.Errorf("admission %+v, want %d promoted", a, cfg.AdmissionWaiting)
