@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -15,8 +16,14 @@ import (
 // default five dials a try, so the API's 503 comes at once.
 func TestRedisDownFailsAfterFewDials(t *testing.T) {
 	// A socket path nothing listens on: unlike a loopback port let go, no
-	// Redis another test starts can take it.
-	addr := filepath.Join(t.TempDir(), "none.sock")
+	// Redis another test starts can take it. Its folder is short, as a
+	// socket path must be (104 bytes on macOS), which TempDir's may not be.
+	dir, err := os.MkdirTemp("", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	addr := filepath.Join(dir, "none.sock")
 	var dials atomic.Int64
 	c := newClient(&redis.Options{Network: "unix", Addr: addr, Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		dials.Add(1)

@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -32,13 +31,35 @@ const keyBytes = 32
 var linkFile = os.Link
 
 // Keys are the server's shared secrets (API.md, "Identities and credentials").
-// An empty field means "not given".
+// An empty field means "not given". The keys that callers present are
+// checked against their hashed forms (AdminKey, SimulatorKey, ServiceKey),
+// which Hashed computes once.
 type Keys struct {
 	Admin     string // X-Admin-Key
 	Simulator string // X-Simulator-Key
 	Service   string // X-Service-Key, also the key that signs passes
 	JWTSecret string // signs session tokens
+
+	// admin, simulator and service are Admin, Simulator and Service as
+	// Hashed found them; unset (matching nothing) before Hashed.
+	admin, simulator, service Key
 }
+
+// Hashed returns k with Admin, Simulator and Service hashed for Equal. The
+// hashes do not follow later changes to those fields: hash again after one.
+func (k Keys) Hashed() Keys {
+	k.admin, k.simulator, k.service = NewKey(k.Admin), NewKey(k.Simulator), NewKey(k.Service)
+	return k
+}
+
+// AdminKey is Admin as Hashed found it.
+func (k Keys) AdminKey() Key { return k.admin }
+
+// SimulatorKey is Simulator as Hashed found it.
+func (k Keys) SimulatorKey() Key { return k.simulator }
+
+// ServiceKey is Service as Hashed found it.
+func (k Keys) ServiceKey() Key { return k.service }
 
 // String hides the values, so a logged Keys leaks nothing.
 func (k Keys) String() string {
@@ -95,7 +116,7 @@ func (k Keys) normalized() Keys {
 		}
 		return v
 	}
-	return Keys{blank(k.Admin), blank(k.Simulator), blank(k.Service), blank(k.JWTSecret)}
+	return Keys{Admin: blank(k.Admin), Simulator: blank(k.Simulator), Service: blank(k.Service), JWTSecret: blank(k.JWTSecret)}
 }
 
 // keysFile is the on-disk form of Keys.
@@ -251,26 +272,40 @@ func newKey() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// Equal reports whether a presented key a matches a configured one b, in
-// time independent of where they differ and of their lengths (both are
-// hashed first). Empty strings never match, so a missing header cannot
-// equal an unset key. b's hash is computed once and kept (configured keys
-// are few; a presented key is never kept).
-func Equal(a, b string) bool {
-	ha := sha256.Sum256([]byte(a))
-	hb := configured(b)
-	same := subtle.ConstantTimeCompare(ha[:], hb[:]) == 1
-	return same && a != "" && b != ""
+// Key is a configured key in the form presented keys are checked against:
+// its SHA-256 digest, taken once when the key is loaded (Keys.Hashed). The
+// zero Key is unset and matches nothing.
+type Key struct {
+	digest [sha256.Size]byte
+	set    bool
 }
 
-// digests holds the hashes of the configured keys Equal has seen.
-var digests sync.Map // string -> [sha256.Size]byte
-
-func configured(k string) [sha256.Size]byte {
-	if d, ok := digests.Load(k); ok {
-		return d.([sha256.Size]byte)
+// NewKey hashes a configured key; "" gives the unset Key.
+func NewKey(v string) Key {
+	if v == "" {
+		return Key{}
 	}
-	d := sha256.Sum256([]byte(k))
-	digests.Store(k, d)
-	return d
+	return Key{digest: sha256.Sum256([]byte(v)), set: true}
+}
+
+// String hides the digest, so a logged Key leaks nothing.
+func (k Key) String() string {
+	if k.set {
+		return "auth.Key{set}"
+	}
+	return "auth.Key{unset}"
+}
+
+// GoString keeps %#v from printing the digest too.
+func (k Key) GoString() string { return k.String() }
+
+// Equal reports whether a presented key matches the configured key k, in
+// time independent of where they differ and of their lengths: only the
+// presented key is hashed, and the digests are compared in constant time.
+// An empty presented key or an unset k never matches, so a missing header
+// cannot equal an unset key. Nothing presented is kept.
+func Equal(presented string, k Key) bool {
+	d := sha256.Sum256([]byte(presented))
+	same := subtle.ConstantTimeCompare(d[:], k.digest[:]) == 1
+	return same && k.set && presented != ""
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -169,7 +170,7 @@ func TestLoadOrCreatePersists(t *testing.T) {
 
 	// The file holds a complete set, even for keys given at first start.
 	second, _ := MustLoadOrCreate(t, dir, Keys{Admin: "flag"})
-	if want := (Keys{"flag", first.Simulator, first.Service, first.JWTSecret}); second != want {
+	if want := (Keys{Admin: "flag", Simulator: first.Simulator, Service: first.Service, JWTSecret: first.JWTSecret}); second != want {
 		t.Errorf("second start = %v, want %v", rawKeys(second), rawKeys(want))
 	}
 	third, _ := MustLoadOrCreate(t, dir, Keys{})
@@ -299,19 +300,22 @@ func TestLoadOrCreateProcesses(t *testing.T) {
 }
 
 func TestKeysStringHidesValues(t *testing.T) {
-	k := Keys{Admin: "secret-admin", JWTSecret: "secret-jwt"}
-	for _, s := range []string{k.String(), fmt.Sprintf("%v", k), fmt.Sprintf("%+v", k), fmt.Sprintf("%#v", k)} {
-		if strings.Contains(s, "secret") {
-			t.Errorf("%q shows a secret", s)
+	k := Keys{Admin: "secret-admin", JWTSecret: "secret-jwt"}.Hashed()
+	digest := fmt.Sprintf("%x", sha256.Sum256([]byte("secret-admin")))
+	for _, v := range []any{k, k.AdminKey()} {
+		for _, s := range []string{fmt.Sprint(v), fmt.Sprintf("%+v", v), fmt.Sprintf("%#v", v)} {
+			if strings.Contains(s, "secret") || strings.Contains(s, digest[:8]) {
+				t.Errorf("%q shows a secret or its digest", s)
+			}
 		}
 	}
 }
 
 func TestEqual(t *testing.T) {
 	cases := []struct {
-		name string
-		a, b string
-		want bool
+		name                  string
+		presented, configured string
+		want                  bool
 	}{
 		// The plain match.
 		{"same", "k3y-value", "k3y-value", true},
@@ -319,6 +323,8 @@ func TestEqual(t *testing.T) {
 		{"differs", "k3y-value", "k3y-valuf", false},
 		// A prefix is no match.
 		{"prefix", "k3y", "k3y-value", false},
+		// A longer key is no match either.
+		{"longer", "k3y-value-", "k3y-value", false},
 		// Case matters.
 		{"case", "KEY", "key", false},
 		// A missing header never matches, not even an unset key.
@@ -330,10 +336,64 @@ func TestEqual(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Equal(tc.a, tc.b); got != tc.want {
-				t.Errorf("Equal(%q, %q) = %v, want %v", tc.a, tc.b, got, tc.want)
+			if got := Equal(tc.presented, NewKey(tc.configured)); got != tc.want {
+				t.Errorf("Equal(%q, NewKey(%q)) = %v, want %v", tc.presented, tc.configured, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestKeysHashed: each hashed key matches its own field's value and no
+// other's; before Hashed, or for a field left unset, nothing matches.
+func TestKeysHashed(t *testing.T) {
+	plain := Keys{Admin: "a-key", Simulator: "s-key", JWTSecret: "j-secret"}
+	hashed := plain.Hashed()
+	cases := []struct {
+		name      string
+		key       Key
+		presented string
+		want      bool
+	}{
+		{"admin key", hashed.AdminKey(), "a-key", true},
+		{"simulator key", hashed.SimulatorKey(), "s-key", true},
+		{"another field's key", hashed.AdminKey(), "s-key", false},
+		{"the JWT secret is no key", hashed.AdminKey(), "j-secret", false},
+		{"an unset field", hashed.ServiceKey(), "", false},
+		{"an unset field against a key", hashed.ServiceKey(), "a-key", false},
+		{"before Hashed", plain.AdminKey(), "a-key", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Equal(tc.presented, tc.key); got != tc.want {
+				t.Errorf("Equal(%q, %v) = %v, want %v", tc.presented, tc.key, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestEqualKeepsNothing: checking many distinct presented keys leaves the
+// configured keys as they were and allocates nothing, so nothing presented
+// is stored anywhere (a store would allocate for each new key).
+func TestEqualKeepsNothing(t *testing.T) {
+	keys := Keys{Admin: "a-key", Simulator: "s-key", Service: "v-key", JWTSecret: "j-secret"}.Hashed()
+	before := keys
+	presented := make([]string, 10_000)
+	for i := range presented {
+		presented[i] = fmt.Sprintf("presented-%d", i) // short enough to hash without a heap copy
+	}
+	i := 0
+	allocs := testing.AllocsPerRun(len(presented)-1, func() {
+		p := presented[i]
+		i++
+		if Equal(p, keys.AdminKey()) || Equal(p, keys.SimulatorKey()) || Equal(p, keys.ServiceKey()) {
+			t.Fatalf("%q matched a configured key", p)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Equal allocated %v times a call, want 0", allocs)
+	}
+	if keys != before {
+		t.Error("checking presented keys changed the configured keys")
 	}
 }
 

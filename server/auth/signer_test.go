@@ -822,7 +822,7 @@ func BenchmarkParsePass(b *testing.B) {
 }
 
 func BenchmarkEqual(b *testing.B) {
-	key := newKey()
+	key := NewKey(newKey())
 	presented := newKey()
 	for b.Loop() {
 		Equal(presented, key)

@@ -18,7 +18,7 @@ const (
 )
 
 // keyCheck compares a presented key: absent is 401, wrong is 403.
-func keyCheck(got, want, what string) error {
+func keyCheck(got string, want auth.Key, what string) error {
 	if got == "" {
 		return queue.Errorf(queue.CodeUnauthenticated, "this call needs the %s key", what)
 	}
@@ -29,7 +29,7 @@ func keyCheck(got, want, what string) error {
 }
 
 func (s *Server) requireAdmin(c *gin.Context) {
-	if err := keyCheck(c.GetHeader(headerAdmin), s.Keys.Admin, "admin"); err != nil {
+	if err := keyCheck(c.GetHeader(headerAdmin), s.Keys.AdminKey(), "admin"); err != nil {
 		s.fail(c, err)
 		return
 	}
@@ -54,7 +54,7 @@ func (s *Server) session(c *gin.Context) (auth.Session, bool, error) {
 // VIRTUAL user, a bearer for its own user. With neither it is 401.
 func (s *Server) actor(c *gin.Context) (queue.Actor, error) {
 	if k := c.GetHeader(headerSimulator); k != "" {
-		if !auth.Equal(k, s.Keys.Simulator) {
+		if !auth.Equal(k, s.Keys.SimulatorKey()) {
 			return queue.Actor{}, queue.Errorf(queue.CodeForbidden, "the simulator key is wrong")
 		}
 		return queue.Actor{Simulator: true}, nil
@@ -72,10 +72,10 @@ func (s *Server) actor(c *gin.Context) (queue.Actor, error) {
 // service checks the order-service credential: the service or admin key.
 func (s *Server) service(c *gin.Context) error {
 	if k := c.GetHeader(headerService); k != "" {
-		return keyCheck(k, s.Keys.Service, "service")
+		return keyCheck(k, s.Keys.ServiceKey(), "service")
 	}
 	if k := c.GetHeader(headerAdmin); k != "" {
-		return keyCheck(k, s.Keys.Admin, "admin")
+		return keyCheck(k, s.Keys.AdminKey(), "admin")
 	}
 	return queue.Errorf(queue.CodeUnauthenticated, "this call needs the service key")
 }

@@ -47,7 +47,7 @@ func (s *Server) listEvents(c *gin.Context) {
 		s.fail(c, err)
 		return
 	}
-	if k := c.GetHeader(headerAdmin); k == "" || !auth.Equal(k, s.Keys.Admin) {
+	if k := c.GetHeader(headerAdmin); k == "" || !auth.Equal(k, s.Keys.AdminKey()) {
 		public := make([]queue.Event, 0, len(events))
 		for _, ev := range events {
 			if !ev.Practice {
@@ -301,7 +301,7 @@ func (s *Server) join(c *gin.Context) {
 	)
 	switch {
 	case c.GetHeader(headerSimulator) != "" || (virtual && c.GetHeader("Authorization") == ""):
-		if err := keyCheck(c.GetHeader(headerSimulator), s.Keys.Simulator, "simulator"); err != nil {
+		if err := keyCheck(c.GetHeader(headerSimulator), s.Keys.SimulatorKey(), "simulator"); err != nil {
 			// A VIRTUAL join without the right key is forbidden, never merely unauthenticated.
 			s.fail(c, queue.Errorf(queue.CodeForbidden, "a VIRTUAL join needs the right simulator key"))
 			return

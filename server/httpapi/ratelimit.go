@@ -100,11 +100,11 @@ func (s *Server) clientAddr(c *gin.Context) string {
 // exempt reports whether the call carries a valid simulator or admin key:
 // bots measure the queue, not the limiter. A wrong key is no exemption.
 func (s *Server) exempt(c *gin.Context) bool {
-	if k := c.GetHeader(headerSimulator); k != "" && auth.Equal(k, s.Keys.Simulator) {
+	if k := c.GetHeader(headerSimulator); k != "" && auth.Equal(k, s.Keys.SimulatorKey()) {
 		return true
 	}
 	k := c.GetHeader(headerAdmin)
-	return k != "" && auth.Equal(k, s.Keys.Admin)
+	return k != "" && auth.Equal(k, s.Keys.AdminKey())
 }
 
 // registerOnce registers c on reg, or returns the equal collector already

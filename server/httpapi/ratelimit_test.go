@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -68,8 +69,14 @@ func (f *Fixture) MustMetric(tb testing.TB, prefix string) string {
 func deadRedis(tb testing.TB) *redis.Client {
 	tb.Helper()
 	// A socket path nothing listens on: unlike a loopback port let go, no
-	// Redis another test starts can take it.
-	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: filepath.Join(tb.TempDir(), "none.sock"), MaxRetries: -1})
+	// Redis another test starts can take it. Its folder is short, as a
+	// socket path must be (104 bytes on macOS), which TempDir's may not be.
+	dir, err := os.MkdirTemp("", "rl")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: filepath.Join(dir, "none.sock"), MaxRetries: -1})
 	tb.Cleanup(func() { rdb.Close() })
 	return rdb
 }

@@ -110,6 +110,7 @@ func New(d Deps) *Server {
 	if d.StreamProbe <= 0 {
 		d.StreamProbe = DefaultStreamProbe
 	}
+	d.Keys = d.Keys.Hashed() // once: each presented key is checked against these
 	s := &Server{Deps: d, metrics: d.Metrics, observers: newObservers(d.Metrics.HTTP), log: d.Logger, router: gin.New()}
 	s.stats = newStatsHub(s.pollStats, statsEvery)
 	s.streams = newStreamLimits(d.Metrics.Registry, d.StreamCeiling)

@@ -42,7 +42,9 @@ type feed struct {
 	pending  []correction
 	lastID   string
 	admitted [2]int64 // admitted records read since the tail started, per lane (laneIndex)
-	// tickNo is the clock's tick number (time over Hub.tick) at the last tick.
+	// start is when the feed first ticked; tickNo is the number of the
+	// last tick (time since start over Hub.tick).
+	start      time.Time
 	tickNo     int64
 	emptySince time.Time
 	// history holds the latest records that move places (admissions, leaves
@@ -299,11 +301,15 @@ func (f *feed) tick() {
 		f.pending = append(f.pending, correction{asOf: p.AsOf, ranks: ranks, at: now})
 	}
 	// Each subscriber has a slot among the ticks of one position interval,
-	// numbered by the clock: a tick that comes late (after a stream read
-	// that blocked) serves the slots it skipped, so positions still come
-	// once an interval.
+	// numbered by the monotonic clock (a step of the wall clock skips or
+	// repeats none): a tick that comes late (after a stream read that
+	// blocked) serves the slots it skipped, so positions still come once an
+	// interval. The feed's first tick makes every subscriber due.
 	slots := max(int64(h.every/h.tick), 1)
-	cur := now.UnixNano() / int64(h.tick)
+	if f.start.IsZero() {
+		f.start, f.tickNo = now, -slots
+	}
+	cur := int64(now.Sub(f.start) / h.tick)
 	passed := cur - f.tickNo
 	f.tickNo = cur
 	for s := range f.subs {

@@ -1,6 +1,13 @@
 package push
 
-import "testing"
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/rushline/rushline/server/queue"
+)
 
 // TestSlotDue: a subscriber's slot is due on the tick whose clock number
 // matches it, and on a late tick that skipped it; never twice.
@@ -53,5 +60,71 @@ func TestSlotDueOncePerInterval(t *testing.T) {
 		if due[seq] != want {
 			t.Errorf("slot %d was due %d times over %d clock ticks, want %d", seq, due[seq], cur, want)
 		}
+	}
+}
+
+// stillEngine is an event whose line never moves: its stream stays empty.
+type stillEngine struct{}
+
+func (stillEngine) Tail(context.Context, string, string, int64, time.Duration) ([]queue.Record, error) {
+	return nil, nil
+}
+
+func (stillEngine) LastRecordID(context.Context, string) (string, error) { return "0-0", nil }
+
+func (stillEngine) Progress(context.Context, string, []queue.Attempt) (queue.Progress, error) {
+	return queue.Progress{AsOf: "0-0"}, nil
+}
+
+// TestFeedTickSlots: a feed's first tick makes every subscriber due; later
+// ticks are numbered by the time since the first on the monotonic clock, so
+// each subscriber's position goes on its own slot's tick, and a late tick
+// serves the slots it skipped. The cases run in order, each a later tick of
+// one feed; a tick lasts an hour, so none passes while one runs, and each
+// tick's time is set by moving the first tick back.
+func TestFeedTickSlots(t *testing.T) {
+	const tick = time.Hour
+	h := New(stillEngine{}, WithTick(tick), WithPositionEvery(10*tick), WithHeartbeat(1000*tick), WithCorrections(0, tick))
+	defer h.Close()
+	f := &feed{h: h, eventID: "e", subs: map[*Sub]struct{}{}, bySeq: map[int64][]*Sub{}}
+	subs := make([]*Sub, 10)
+	for seq := range subs {
+		// Ranked and told its place just now, as Subscribe leaves it; the
+		// line has moved one since.
+		subs[seq] = &Sub{EventID: "e", Seq: int64(seq), notify: make(chan struct{}, 1), based: true, rank0: 5,
+			lastPos: 6, lastSent: time.Now()}
+		f.add(subs[seq])
+	}
+	every := []int64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}
+	cases := []struct {
+		name string
+		tick int64   // the tick's number, the first's being 0
+		want []int64 // the seqs it is due for
+	}{
+		{"the first tick, every subscriber", 0, every},
+		{"the next tick, its slot", 1, []int64{1}},
+		{"on time again", 2, []int64{2}},
+		{"three ticks late, the skipped slots", 5, []int64{3, 4, 5}},
+		{"late across an interval's end", 11, []int64{0, 1, 6, 7, 8, 9}},
+		{"an interval late, every slot", 21, every},
+		{"late by most of an interval", 30, []int64{0, 2, 3, 4, 5, 6, 7, 8, 9}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.tick > 0 {
+				f.start = time.Now().Add(-time.Duration(tc.tick)*tick - tick/2)
+			}
+			f.tick()
+			var got []int64
+			for _, s := range subs {
+				if u, _, _ := s.Take(); u != nil {
+					got = append(got, s.Seq)
+				}
+				s.lastPos = 0 // a new place: the next tick it is due for sends it
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("tick %d sent places to %v, want %v", tc.tick, got, tc.want)
+			}
+		})
 	}
 }

@@ -114,7 +114,9 @@ type call struct {
 	err   error
 	done  chan struct{}
 	// at is when the call was queued (set only with Batching.Gather on): a
-	// gather ends once the oldest queued call has waited Gather.
+	// gather ends once the oldest queued call has waited Gather or, with
+	// GatherIdle set, once the newest has waited GatherIdle (see
+	// gatherLeftLocked).
 	at time.Time
 	// buf holds res for a call of a run answered as one (see manyForm) or
 	// from a status snapshot, so that answering it allocates nothing.
@@ -138,8 +140,10 @@ type batcher struct {
 	running int
 	timer   *time.Timer
 	armed   bool
-	closed  bool
-	idle    sync.Cond // signalled when running drops to 0
+	// due is when the armed timer is due: a firing before it is stale.
+	due    time.Time
+	closed bool
+	idle   sync.Cond // signalled when running drops to 0
 	// last is how many calls the last pipeline sent carried; gathering
 	// says the gather timer runs (see Batching.Gather).
 	last int
@@ -248,7 +252,8 @@ func (c *call) wait(ctx context.Context) ([]any, error) {
 
 // nextLocked, with a pipeline free, takes the queue to send now, or has it
 // gather and returns nil: while calls come in runs, the queue goes once its
-// oldest has waited Gather or it is full (see fullLocked).
+// oldest has waited Gather, no call has come for GatherIdle (see
+// gatherLeftLocked) or it is full (see fullLocked).
 func (b *batcher) nextLocked() []*call {
 	if len(b.queue) == 0 {
 		return nil
@@ -333,6 +338,7 @@ func (b *batcher) armLocked() {
 	switch {
 	case len(b.queue) > 0 && !b.armed:
 		b.armed = true
+		b.due = time.Now().Add(b.cfg.Wait) // before Reset: the timer fires no sooner
 		b.timer.Reset(b.cfg.Wait)
 	case len(b.queue) == 0 && b.armed:
 		b.armed = false
@@ -368,16 +374,22 @@ func (b *batcher) gathered() {
 func (b *batcher) maxRunning() int { return 2 * b.cfg.InFlight }
 
 // overdue sends the queue in an extra pipeline once its oldest call has
-// waited Wait for a free one, unless maxRunning are in flight already.
+// waited Wait for a free one, unless maxRunning are in flight already. A
+// firing that Stop came too late for (the queue went and a later one armed
+// the timer again) waits on for what is left of the later one's Wait.
 func (b *batcher) overdue() {
 	b.mu.Lock()
-	b.armed = false
 	var batch []*call
-	if len(b.queue) > 0 && b.running < b.maxRunning() {
-		batch = b.takeLocked()
-	}
-	if batch == nil {
-		b.armLocked() // at the cap: look again after another Wait
+	if left := time.Until(b.due); b.armed && left > 0 {
+		b.timer.Reset(left)
+	} else {
+		b.armed = false
+		if len(b.queue) > 0 && b.running < b.maxRunning() {
+			batch = b.takeLocked()
+		}
+		if batch == nil {
+			b.armLocked() // at the cap: look again after another Wait
+		}
 	}
 	b.mu.Unlock()
 	if batch != nil {

@@ -360,3 +360,137 @@ func TestBatchTakeSkipsGoneCallers(t *testing.T) {
 		t.Error("the gone caller's call was not answered")
 	}
 }
+
+// mustQueued waits until n calls are queued in b.
+func mustQueued(t *testing.T, b *batcher, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b.mu.Lock()
+		got := len(b.queue)
+		b.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d calls queued, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestBatchGatherRearms: while calls come GatherIdle/2 apart, a firing of
+// the gather timer sends nothing and re-arms it for what is left of the
+// quiet spell the newest call began; once no call has come for GatherIdle,
+// the next firing sends them all in one pipeline. Time is simulated: the
+// timer's hour never passes, the queued calls are made older instead, and
+// each firing is a call of gathered.
+func TestBatchGatherRearms(t *testing.T) {
+	rdb, join := mustGatherFixture(t)
+	const idle = time.Hour
+	var wg sync.WaitGroup
+	defer wg.Wait() // after close has answered any call left
+	b := newBatcher(rdb, Batching{Size: 64, InFlight: 1, Gather: 10 * idle, GatherIdle: idle, GatherTarget: 48}, manyScripts)
+	defer b.close()
+	b.last, b.expect = 5, 5 // calls come in runs, and up to five may come back
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	arrive := func(n int) {
+		wg.Go(func() {
+			if err := join(b, ctx, fmt.Sprintf("rearm-%d", n)); err != nil {
+				t.Error(err)
+			}
+		})
+		mustQueued(t, b, n)
+	}
+	pass := func(d time.Duration) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, c := range b.queue {
+			c.at = c.at.Add(-d)
+		}
+	}
+	// fire runs the timer's firing and reports whether it re-armed the
+	// timer and how many calls are still queued (a pipeline takes them all).
+	fire := func() (rearmed bool, queued int) {
+		b.gather.Stop() // the timer fired: it runs no more unless re-armed
+		b.gathered()
+		rearmed = b.gather.Stop()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return rearmed, len(b.queue)
+	}
+	arrive(1)
+	pass(idle / 2)
+	arrive(2)
+	pass(idle / 2)
+	// The first firing, GatherIdle after the first call: the second came
+	// half of it ago.
+	if rearmed, queued := fire(); !rearmed || queued != 2 {
+		t.Fatalf("first firing: re-armed %v, %d queued; want true, 2", rearmed, queued)
+	}
+	arrive(3)
+	pass(idle / 2)
+	if rearmed, queued := fire(); !rearmed || queued != 3 {
+		t.Fatalf("second firing: re-armed %v, %d queued; want true, 3", rearmed, queued)
+	}
+	pass(idle / 2)
+	// No call for GatherIdle: the gather ends.
+	if rearmed, queued := fire(); rearmed || queued != 0 {
+		t.Fatalf("third firing: re-armed %v, %d queued; want false, 0", rearmed, queued)
+	}
+	wg.Wait()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last != 3 {
+		t.Errorf("the calls went in a pipeline of %d, want 3", b.last)
+	}
+}
+
+// TestBatchOverdueStale: a firing of the overdue timer before the queue has
+// waited Wait (one that Stop came too late for: the queue it was armed for
+// went, and a later call armed the timer again) sends nothing and re-arms
+// the timer for the rest of Wait; a firing once Wait is up sends the queue
+// in an extra pipeline. As in TestBatchGatherRearms, each firing is a call.
+func TestBatchOverdueStale(t *testing.T) {
+	rdb, join := mustGatherFixture(t)
+	var wg sync.WaitGroup
+	defer wg.Wait() // after close has answered any call left
+	b := newBatcher(rdb, Batching{Size: 64, InFlight: 1, Wait: time.Hour}, manyScripts)
+	defer b.close()
+	b.mu.Lock()
+	b.running = 1 // a pipeline in flight: calls queue behind it
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		b.running-- // it never returns: close must not wait for it
+		b.mu.Unlock()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	wg.Go(func() {
+		if err := join(b, ctx, "stale"); err != nil {
+			t.Error(err)
+		}
+	})
+	mustQueued(t, b, 1)
+	fire := func() (rearmed bool, queued, running int) {
+		b.timer.Stop() // the timer fired: it runs no more unless re-armed
+		b.overdue()
+		rearmed = b.timer.Stop()
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return rearmed, len(b.queue), b.running
+	}
+	if rearmed, queued, running := fire(); !rearmed || queued != 1 || running != 1 {
+		t.Fatalf("stale firing: re-armed %v, %d queued, %d in flight; want true, 1, 1", rearmed, queued, running)
+	}
+	b.mu.Lock()
+	b.due = b.due.Add(-time.Hour) // Wait is up
+	b.mu.Unlock()
+	if rearmed, queued, running := fire(); rearmed || queued != 0 || running != 1 {
+		t.Fatalf("firing when due: re-armed %v, %d queued, %d in flight; want false, 0, 1 (the extra pipeline done)",
+			rearmed, queued, running)
+	}
+	wg.Wait()
+}

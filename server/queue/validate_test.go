@@ -1,6 +1,7 @@
 package queue_test
 
 import (
+	"iter"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -11,7 +12,8 @@ import (
 
 // TestValidIDs: event ids, bot ids and priority codes are 1–64 bytes of
 // their alphabets, checked byte by byte; a regexp of the same rule agrees on
-// every case and on many random strings.
+// every case, on every byte value in every place of short strings and of
+// strings at and just past the longest, and on many random strings.
 func TestValidIDs(t *testing.T) {
 	checks := []struct {
 		name  string
@@ -46,19 +48,81 @@ func TestValidIDs(t *testing.T) {
 				}
 			})
 		}
-		t.Run(c.name+"/random", func(t *testing.T) {
-			r := rand.New(rand.NewPCG(1, 2))
-			const alphabet = "azAZ09_.- \n\x00\xff-"
-			for range 20_000 {
-				b := make([]byte, r.IntN(67))
-				for i := range b {
-					b[i] = alphabet[r.IntN(len(alphabet))]
+		for _, g := range byteStrings() {
+			t.Run(c.name+"/"+g.name, func(t *testing.T) {
+				for s := range g.strings {
+					if got, want := c.valid(s), c.rule.MatchString(s); got != want {
+						t.Fatalf("%q: %v, want %v", s, got, want)
+					}
 				}
-				s := string(b)
-				if got, want := c.valid(s), c.rule.MatchString(s); got != want {
-					t.Fatalf("%q: %v, want %v", s, got, want)
+			})
+		}
+	}
+}
+
+// byteStrings are sets of strings over all 256 byte values: every string of
+// one and of two bytes, every byte in every place of a 64- and a 65-byte
+// string of an otherwise valid letter, random strings of random bytes, and
+// random valid strings with one random byte put in.
+func byteStrings() []struct {
+	name    string
+	strings iter.Seq[string]
+} {
+	const longest = 64
+	// placed yields each byte value in each place of n bytes of 'a'.
+	placed := func(n int) iter.Seq[string] {
+		return func(yield func(string) bool) {
+			b := []byte(strings.Repeat("a", n))
+			for i := range b {
+				for v := range 256 {
+					b[i] = byte(v)
+					if !yield(string(b)) {
+						return
+					}
+				}
+				b[i] = 'a'
+			}
+		}
+	}
+	return []struct {
+		name    string
+		strings iter.Seq[string]
+	}{
+		{"every byte", placed(1)},
+		{"every two bytes", func(yield func(string) bool) {
+			for v := range 256 * 256 {
+				if !yield(string([]byte{byte(v >> 8), byte(v)})) {
+					return
 				}
 			}
-		})
+		}},
+		{"every byte in 64 bytes", placed(longest)},
+		{"every byte in 65 bytes", placed(longest + 1)},
+		{"random bytes", func(yield func(string) bool) {
+			r := rand.New(rand.NewPCG(1, 2))
+			for range 20_000 {
+				b := make([]byte, r.IntN(longest+3))
+				for i := range b {
+					b[i] = byte(r.IntN(256))
+				}
+				if !yield(string(b)) {
+					return
+				}
+			}
+		}},
+		{"a random byte among valid ones", func(yield func(string) bool) {
+			r := rand.New(rand.NewPCG(3, 4))
+			const valid = "az09-"
+			for range 20_000 {
+				b := make([]byte, 1+r.IntN(longest+2))
+				for i := range b {
+					b[i] = valid[r.IntN(len(valid))]
+				}
+				b[r.IntN(len(b))] = byte(r.IntN(256))
+				if !yield(string(b)) {
+					return
+				}
+			}
+		}},
 	}
 }

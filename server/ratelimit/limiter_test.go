@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -131,8 +132,14 @@ func TestAllowCluster(t *testing.T) {
 func TestAllowRedisDown(t *testing.T) {
 	t.Parallel()
 	// A socket path nothing listens on: unlike a loopback port let go, no
-	// Redis another test starts can take it.
-	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: filepath.Join(t.TempDir(), "none.sock"), MaxRetries: -1})
+	// Redis another test starts can take it. Its folder is short, as a
+	// socket path must be (104 bytes on macOS), which TempDir's may not be.
+	dir, err := os.MkdirTemp("", "rl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	rdb := redis.NewClient(&redis.Options{Network: "unix", Addr: filepath.Join(dir, "none.sock"), MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
 	l := ratelimit.New(rdb, MustRules(t, "join=1/s"), ratelimit.WithTimeout(time.Second))
 	if res, err := l.Allow(context.Background(), ratelimit.Join, "c"); err == nil {
