@@ -79,7 +79,7 @@ func TestKeysComparedInConstantTime(t *testing.T) {
 	if checked < 5 {
 		t.Fatalf("saw only %d uses of keys", checked)
 	}
-	// keyCheck gets keys as plain strings: it must hand them to auth.Equal
+	// keyCheck gets the presented key as a plain string: it must hand it to auth.Equal
 	// and compare nothing but "" itself.
 	f, err := parser.ParseFile(fset, "credentials.go", nil, 0)
 	if err != nil {
