@@ -131,8 +131,8 @@ func Markdown(w io.Writer, r *Result) error {
 			if !ok1 || !ok2 || nv.ServerCPU == 0 || rl.ServerCPU == 0 {
 				continue
 			}
-			perScript := "–"
-			if rl.PerScript > 0 {
+			perScript := "–" // a status read runs no script
+			if op == OpJoin && rl.PerScript > 0 {
 				perScript = num(rl.PerScript)
 			}
 			fmt.Fprintf(&cpu, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", op, SizeLabel(n),
@@ -143,9 +143,9 @@ func Markdown(w io.Writer, r *Result) error {
 	if cpu.Len() > 0 {
 		b.WriteString("\n## CPU per answered request (µs)\n\n" +
 			"The load generator, the server and Redis share the CPUs, so throughput follows the sum of the three. " +
-			"Rushline's requests per script call (EVAL, EVALSHA, ticks and pushes included) is its batch size: " +
+			"Rushline's joins per script call (EVAL, EVALSHA, ticks and pushes included) is its batch size: " +
 			"each call has a fixed cost, so Redis CPU per request follows it.\n\n" +
-			"| op | waiting | naive server | rushline server | Redis, naive | Redis, rushline | load generator, naive | load generator, rushline | sum naive | sum rushline | rushline requests per script call |\n" +
+			"| op | waiting | naive server | rushline server | Redis, naive | Redis, rushline | load generator, naive | load generator, rushline | sum naive | sum rushline | rushline joins per script call |\n" +
 			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + cpu.String())
 	}
 
