@@ -37,14 +37,23 @@ type jsonInsert struct {
 	suffix string
 }
 
+// String names the statement in errors.
 func (ins *jsonInsert) String() string { return ins.table }
 
 // text is the statement text in dialect.
 func (ins *jsonInsert) text(dialect string) string {
 	names := make([]string, len(ins.cols))
-	exprs := make([]string, len(ins.cols))
 	for i, c := range ins.cols {
 		names[i] = c.name
+	}
+	return "INSERT INTO " + ins.table + " (" + strings.Join(names, ", ") + ") " + ins.selectText(dialect, 1) + " " + ins.suffix
+}
+
+// selectText is the SELECT that unpacks the rows from argument arg (1-based;
+// SQLite's placeholders are positional).
+func (ins *jsonInsert) selectText(dialect string, arg int) string {
+	exprs := make([]string, len(ins.cols))
+	for i, c := range ins.cols {
 		switch {
 		case dialect != DialectPostgres:
 			// Times are text in SQLite, as the driver writes a bound time.
@@ -63,14 +72,13 @@ func (ins *jsonInsert) text(dialect string) string {
 	// a join's ON.
 	from := "(SELECT jsonb(value) AS v FROM json_each(?) LIMIT -1) WHERE true"
 	if dialect == DialectPostgres {
-		from = "jsonb_array_elements($1::jsonb) AS r(v)"
+		from = "jsonb_array_elements($" + strconv.Itoa(arg) + "::jsonb) AS r(v)"
 	}
-	return "INSERT INTO " + ins.table + " (" + strings.Join(names, ", ") + ") SELECT " + strings.Join(exprs, ", ") +
-		" FROM " + from + " " + ins.suffix
+	return "SELECT " + strings.Join(exprs, ", ") + " FROM " + from
 }
 
-// statement is an INSERT that takes all its rows as one argument (a
-// jsonRows), in the text of a dialect.
+// statement is an INSERT that takes its rows as jsonRows arguments, in the
+// text of a dialect.
 type statement interface {
 	text(dialect string) string
 	// String names it in errors.
@@ -87,25 +95,51 @@ type joinRunsInsert struct {
 	suffix string
 }
 
+// String names the statement in errors.
 func (ins *joinRunsInsert) String() string { return "entries (runs of joins)" }
 
+// joinCols are the entries columns in insertEntries' order, which
+// joinRunsInsert's SELECT follows.
 const joinCols = "event_id, seq, user_id, user_type, status, status_at, joined_at, admitted_at, finished_at, lane, admission_no, joined_id"
 
 func (ins *joinRunsInsert) text(dialect string) string {
+	return "INSERT INTO entries (" + joinCols + ") " + ins.selectText(dialect, 1) + " " + ins.suffix
+}
+
+// selectText is the SELECT that expands the runs of argument arg (1-based).
+func (ins *joinRunsInsert) selectText(dialect string, arg int) string {
 	if dialect == DialectPostgres {
 		const part = "((r.v ->> 6)::bigint + u.ord - 1)"
-		return "INSERT INTO entries (" + joinCols + ") SELECT r.v ->> 0, (r.v ->> 1)::bigint + u.ord - 1, u.id, r.v ->> 4, 'WAITING', " +
-			"(r.v ->> 2)::timestamptz, (r.v ->> 2)::timestamptz, NULL, NULL, r.v ->> 3, 0, " +
+		return "SELECT r.v ->> 0, (r.v ->> 1)::bigint + u.ord - 1, u.id, r.v ->> 4, 'WAITING', " +
+			"(r.v ->> 2)::timestamptz, (r.v ->> 2)::timestamptz, NULL::timestamptz, NULL::timestamptz, r.v ->> 3, 0::bigint, " +
 			"CASE WHEN " + part + " = 0 THEN r.v ->> 5 ELSE (r.v ->> 5) || '/' || " + part + " END " +
-			"FROM jsonb_array_elements($1::jsonb) AS r(v), jsonb_array_elements_text(r.v -> 7) WITH ORDINALITY AS u(id, ord) " +
-			ins.suffix
+			"FROM jsonb_array_elements($" + strconv.Itoa(arg) + "::jsonb) AS r(v), " +
+			"jsonb_array_elements_text(r.v -> 7) WITH ORDINALITY AS u(id, ord)"
 	}
 	// Each run's fields are read once (LIMIT keeps the subqueries from
 	// being flattened into a read per user); json_each walks its users.
-	return "INSERT INTO entries (" + joinCols + ") SELECT r.e, r.q + u.key, u.value, r.ty, 'WAITING', r.t, r.t, NULL, NULL, r.l, 0, " +
+	return "SELECT r.e, r.q + u.key, u.value, r.ty, 'WAITING', r.t, r.t, NULL, NULL, r.l, 0, " +
 		"CASE WHEN r.p + u.key = 0 THEN r.id ELSE r.id || '/' || (r.p + u.key) END " +
 		"FROM (SELECT v ->> 0 AS e, v ->> 1 AS q, v ->> 2 AS t, v ->> 3 AS l, v ->> 4 AS ty, v ->> 5 AS id, v ->> 6 AS p, v -> 7 AS us " +
-		"FROM (SELECT jsonb(value) AS v FROM json_each(?) LIMIT -1) LIMIT -1) AS r, json_each(r.us) AS u WHERE true " + ins.suffix
+		"FROM (SELECT jsonb(value) AS v FROM json_each(?) LIMIT -1) LIMIT -1) AS r, json_each(r.us) AS u WHERE true"
+}
+
+// entriesPG writes both forms of entries rows on PostgreSQL in one
+// statement, the runs ($1) and the rows ($2), in key order. In two
+// statements a writer would lock the runs' rows first, so two writers whose
+// overlapping batches split tokens between the forms differently could lock
+// in opposite orders and deadlock. (SQLite runs one writer at a time.)
+type entriesPG struct {
+	runs *joinRunsInsert
+	rows *jsonInsert
+}
+
+// String names the statement in errors.
+func (ins *entriesPG) String() string { return "entries" }
+
+func (ins *entriesPG) text(string) string {
+	return "INSERT INTO entries (" + joinCols + ") SELECT * FROM (" + ins.runs.selectText(DialectPostgres, 1) +
+		" UNION ALL " + ins.rows.selectText(DialectPostgres, 2) + ") AS x ORDER BY 1, 2 " + ins.rows.suffix
 }
 
 // sqliteTime is the layout go-sqlite3 writes a bound time.Time in; times
@@ -124,13 +158,6 @@ type jsonRows struct {
 	// stream entry share theirs.
 	last     time.Time
 	lastText []byte
-}
-
-// grow makes room for about n more bytes.
-func (j *jsonRows) grow(n int) {
-	if j.b == nil {
-		j.b = make([]byte, 0, n)
-	}
 }
 
 // row opens a row.
@@ -274,16 +301,21 @@ func (s *Store) stmt(ctx context.Context, ins statement) (*sql.Stmt, error) {
 	return st, nil
 }
 
-// insert runs ins in tx for rows; none runs nothing.
-func (s *Store) insert(ctx context.Context, tx *sql.Tx, ins statement, rows *jsonRows) error {
-	if rows.n == 0 {
+// insert runs ins in tx for rows, one argument each; none runs nothing.
+func (s *Store) insert(ctx context.Context, tx *sql.Tx, ins statement, rows ...*jsonRows) error {
+	args := make([]any, len(rows))
+	empty := true
+	for i, r := range rows {
+		args[i], empty = r.String(), empty && r.n == 0
+	}
+	if empty {
 		return nil
 	}
 	st, err := s.stmt(ctx, ins)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, rows.String()); err != nil {
+	if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
 		return fmt.Errorf("%s: %w", ins, err)
 	}
 	return nil

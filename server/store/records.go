@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rushline/rushline/server/queue"
+	"gorm.io/gorm"
 )
 
 // insertBatch is the rows per INSERT for gorm's CreateInBatches: 1,000 rows
@@ -98,6 +99,7 @@ var (
 		suffix: entryUpsert,
 	}
 	insertJoins       = &joinRunsInsert{suffix: entryUpsert}
+	insertEntriesPG   = &entriesPG{runs: insertJoins, rows: insertEntries}
 	insertTransitions = &jsonInsert{
 		table: "entry_transitions",
 		cols: []column{{"stream_id", colText}, {"event_id", colText}, {"seq", colInt}, {"user_id", colText},
@@ -117,9 +119,10 @@ type entryKey struct {
 	seq     int64
 }
 
-// WriteRecords writes a batch of stream records in one transaction: one
-// transition per record, each token's entry row folded to its latest state,
-// and an order per done record that carries an OrderID.
+// WriteRecords writes a batch of stream records in one transaction: each
+// token's entry row folded to its latest state, a transition per record but
+// the joined ones (the entry row holds those: Entry.JoinedID), and an order
+// per done record that carries an OrderID.
 //
 // It is idempotent, so a batch redelivered after a crash, whole or in part,
 // changes nothing: transitions (keyed by event and stream id) and orders
@@ -231,7 +234,8 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 	}
 
 	// One row per token, as PostgreSQL refuses to upsert a row twice in one
-	// statement; in key order, so concurrent writers lock rows in one order.
+	// statement; in key order, so concurrent writers lock rows in one order
+	// (on PostgreSQL both forms go in one statement: see entriesPG).
 	slices.SortFunc(keyed, func(a, b *pending) int {
 		return cmp.Or(cmp.Compare(a.EventID, b.EventID), cmp.Compare(a.Seq, b.Seq))
 	})
@@ -259,14 +263,19 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 		writeJoinRun(&joins, run)
 	}
 
-	batches := []struct {
+	type batch struct {
 		ins  statement
-		rows *jsonRows
-	}{{insertJoins, &joins}, {insertEntries, &entries}, {insertTransitions, &transitions}, {insertOrders, &orders}}
+		rows []*jsonRows
+	}
+	batches := []batch{{insertJoins, []*jsonRows{&joins}}, {insertEntries, []*jsonRows{&entries}}}
+	if s.dialect == DialectPostgres {
+		batches = []batch{{insertEntriesPG, []*jsonRows{&joins, &entries}}}
+	}
+	batches = append(batches, batch{insertTransitions, []*jsonRows{&transitions}}, batch{insertOrders, []*jsonRows{&orders}})
 	// Prepare before the transaction takes its connection, so that even a
 	// one-connection pool has one free to prepare on.
 	for _, b := range batches {
-		if b.rows.n == 0 {
+		if !slices.ContainsFunc(b.rows, func(r *jsonRows) bool { return r.n > 0 }) {
 			continue
 		}
 		if _, err := s.stmt(ctx, b.ins); err != nil {
@@ -286,7 +295,7 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 			return errors.New("a rebuild moved an event's fence; retrying")
 		}
 		for _, b := range batches {
-			if err := s.insert(ctx, tx, b.ins, b.rows); err != nil {
+			if err := s.insert(ctx, tx, b.ins, b.rows...); err != nil {
 				return err
 			}
 		}
@@ -496,26 +505,28 @@ func (s *Store) Entries(ctx context.Context, eventID string) ([]Entry, error) {
 }
 
 // Transitions returns the audit trail of one token, by time and then by
-// insertion order: the joined record's transition, which the entries row
-// holds (Entry.JoinedID; its ID is 0), comes first of those at its time.
+// insertion order. The joined record's transition, which the entries row
+// holds (Entry.JoinedID; its ID is 0), comes first of those at its time,
+// unless entry_transitions holds it too (a row written before joined_id
+// existed, or the record's batch written again once a rebuild's fence held
+// it off the entries).
 func (s *Store) Transitions(ctx context.Context, eventID string, seq int64) ([]Transition, error) {
-	fail := func(err error) ([]Transition, error) {
-		return nil, unavailable(fmt.Sprintf("transitions of %s/%d", eventID, seq), err)
-	}
 	var rows []Transition
-	err := s.db.WithContext(ctx).Where("event_id = ? AND seq = ?", eventID, seq).Order("at, id").Find(&rows).Error
-	if err != nil {
-		return fail(err)
-	}
 	var es []Entry
-	err = s.db.WithContext(ctx).Where("event_id = ? AND seq = ? AND joined_id <> ''", eventID, seq).Limit(1).Find(&es).Error
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("event_id = ? AND seq = ?", eventID, seq).Order("at, id").Find(&rows).Error; err != nil {
+			return err
+		}
+		return tx.Where("event_id = ? AND seq = ? AND joined_id <> ''", eventID, seq).Limit(1).Find(&es).Error
+	})
 	if err != nil {
-		return fail(err)
+		return nil, unavailable(fmt.Sprintf("transitions of %s/%d", eventID, seq), err)
 	}
 	for i := range rows {
 		rows[i].At = rows[i].At.UTC()
 	}
-	if len(es) == 0 || es[0].JoinedAt == nil {
+	if len(es) == 0 || es[0].JoinedAt == nil ||
+		slices.ContainsFunc(rows, func(t Transition) bool { return t.StreamID == es[0].JoinedID }) {
 		return rows, nil
 	}
 	e := es[0]

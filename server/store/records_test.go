@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -104,10 +105,8 @@ func mustEqual[T any](t *testing.T, what string, got, want T) {
 	}
 }
 
-// transitionsOf drops the generated ids, checking they rise in list order
-// for rows of distinct times.
-// transitionsOf is ts without their ids, which only the joined one, held
-// by the entries row, has none of.
+// transitionsOf is ts without their ids, checking that every one has an id
+// but a joined one the entries row holds.
 func transitionsOf(t *testing.T, ts []store.Transition) []store.Transition {
 	t.Helper()
 	out := make([]store.Transition, len(ts))
@@ -328,6 +327,56 @@ func TestWriteRecords(t *testing.T) {
 					At: t0, Lane: queue.LanePriority},
 			})
 		}},
+		// A joined record that comes after the token's later records, in
+		// a run of its own batch, fills in the joined fields and keeps the
+		// later status; Transitions lists each record once.
+		{"runs joined late", func(t *testing.T, ctx context.Context, s *store.Store) {
+			mustWrite(t, ctx, s, []queue.Record{
+				rec("2000-0", queue.RecordAdmitted, 1, "a", t0.Add(time.Second)),
+				rec("3000-0", queue.RecordLeft, 2, "b", t0.Add(2*time.Second)),
+				doneRec("4000-0", 3, "c", t0.Add(3*time.Second), "S1", "o1"),
+			})
+			var run []queue.Record
+			for i, u := range []string{"a", "b", "c"} {
+				r := rec("1000-0", queue.RecordJoined, int64(i+1), u, t0)
+				r.Part = i + 1
+				run = append(run, r)
+			}
+			mustWrite(t, ctx, s, run)
+			snap := mustSnapshot(t, ctx, s, "ev1")
+			for i, want := range []queue.Status{queue.StatusActive, queue.StatusLeft, queue.StatusDone} {
+				e := snap.Entries[i]
+				key := fmt.Sprintf("1000-0/%d", i+1)
+				if e.Status != want || e.JoinedAt == nil || !e.JoinedAt.Equal(t0) || e.JoinedID != key {
+					t.Errorf("entry %d: %+v, want %s joined at t0 by %s", i, e, want, key)
+				}
+				trs := snap.Transitions[e.Seq]
+				if len(trs) != 2 || trs[0].StreamID != key || trs[0].Status != queue.StatusWaiting {
+					t.Errorf("transitions of %d: %+v", e.Seq, trs)
+				}
+			}
+		}},
+		// A batch written again after a rebuild's fence passed it (a retry
+		// of a commit the writer could not confirm): its joined records are
+		// now fenced and get transition rows, and Transitions still lists
+		// each joined record once.
+		{"retry across a fence", func(t *testing.T, ctx context.Context, s *store.Store) {
+			if err := s.CreateEvent(ctx, testEvent("ev1", t0)); err != nil {
+				t.Fatal(err)
+			}
+			batch := []queue.Record{rec("1000-0", queue.RecordJoined, 1, "a", t0), rec("1000-1", queue.RecordJoined, 2, "b", t0)}
+			mustWrite(t, ctx, s, batch)
+			if _, _, err := s.Reincarnate(ctx, "ev1", "m2", time.UnixMilli(5000)); err != nil {
+				t.Fatal(err)
+			}
+			mustWrite(t, ctx, s, batch)
+			for seq, key := range map[int64]string{1: "1000-0", 2: "1000-1"} {
+				trs, err := s.Transitions(ctx, "ev1", seq)
+				if err != nil || len(trs) != 1 || trs[0].StreamID != key {
+					t.Errorf("transitions of %d = %+v, %v; want %s once", seq, trs, err, key)
+				}
+			}
+		}},
 		// Text goes through as it is: quotes, backslashes, control
 		// characters, non-ASCII letters and spaces in user ids, seats and
 		// order ids.
@@ -358,6 +407,31 @@ func TestWriteRecords(t *testing.T) {
 				u := odd[o.Seq-1]
 				if o.UserID != u || o.Seat != "seat "+u || o.OrderID != "order "+u {
 					t.Errorf("order of seq %d: %+v, want user, seat and order id of %q", o.Seq, o, u)
+				}
+			}
+		}},
+		// The same through a run of joins, with virtual users among them
+		// and a long id.
+		{"any text in runs", func(t *testing.T, ctx context.Context, s *store.Store) {
+			odd := []string{`say "hi"`, queue.VirtualPrefix + `back\slash\`, "new\nline\ttab\r", "bell\x07 and \x1f",
+				queue.VirtualPrefix + "Zoë 🎟 ✓", "</script>&<'", " spaced ", "[1,2]", "null", strings.Repeat("long✓", 2000)}
+			var recs []queue.Record
+			for i, u := range odd {
+				r := rec("1000-0", queue.RecordJoined, int64(i+1), u, t0)
+				r.Part = i + 1
+				recs = append(recs, r)
+			}
+			mustWrite(t, ctx, s, recs)
+			snap := mustSnapshot(t, ctx, s, "ev1")
+			if len(snap.Entries) != len(odd) {
+				t.Fatalf("%d entries, want %d", len(snap.Entries), len(odd))
+			}
+			for i, e := range snap.Entries {
+				if e.UserID != odd[i] || e.UserType != queue.TypeOf(odd[i]) || e.JoinedID != fmt.Sprintf("1000-0/%d", i+1) {
+					t.Errorf("entry %d: user %q (%s), joined %s; want %q", i, e.UserID, e.UserType, e.JoinedID, odd[i])
+				}
+				if trs := snap.Transitions[e.Seq]; len(trs) != 1 || trs[0].UserID != odd[i] {
+					t.Errorf("transitions of %d: %+v", e.Seq, trs)
 				}
 			}
 		}},
@@ -430,6 +504,55 @@ func TestWriteRecords(t *testing.T) {
 				t.Run(tt.name, func(t *testing.T) {
 					tt.run(t, t.Context(), storetest.MustOpen(t, dialect))
 				})
+			}
+		})
+	}
+}
+
+// TestWriteRecordsSplitBatches has two writers redeliver overlapping
+// batches that split the same tokens differently between runs of joins
+// (a token with only its joined record) and whole rows (one admitted too):
+// no write fails, as writers locking rows in two orders would deadlock on
+// PostgreSQL, and both end in the same state.
+func TestWriteRecordsSplitBatches(t *testing.T) {
+	t.Parallel()
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			s := storetest.MustOpen(t, dialect)
+			const n = 200
+			for round := range 5 {
+				base := int64(round * 2 * n)
+				var a, b []queue.Record
+				for i := int64(1); i <= n; i++ {
+					x := rec(fmt.Sprintf("%d-0", base), queue.RecordJoined, base+i, fmt.Sprintf("x%d", base+i), t0)
+					y := rec(fmt.Sprintf("%d-1", base), queue.RecordJoined, base+n+i, fmt.Sprintf("y%d", base+i), t0)
+					x.Part, y.Part = int(i), int(i)
+					a, b = append(a, x, y), append(b, x, y)
+				}
+				for i := int64(1); i <= n; i++ {
+					a = append(a, rec(fmt.Sprintf("%d-2", base), queue.RecordAdmitted, base+n+i, fmt.Sprintf("y%d", base+i), t0.Add(time.Second)))
+					b = append(b, rec(fmt.Sprintf("%d-3", base), queue.RecordAdmitted, base+i, fmt.Sprintf("x%d", base+i), t0.Add(time.Second)))
+				}
+				var wg sync.WaitGroup
+				for _, batch := range [][]queue.Record{a, b} {
+					wg.Go(func() {
+						if _, err := s.WriteRecords(ctx, batch); err != nil {
+							t.Errorf("round %d: %v", round, err)
+						}
+					})
+				}
+				wg.Wait()
+			}
+			es, err := s.Entries(ctx, "ev1")
+			if err != nil || len(es) != 5*2*n {
+				t.Fatalf("%d entries, %v; want %d", len(es), err, 5*2*n)
+			}
+			for _, e := range es {
+				if e.Status != queue.StatusActive || e.JoinedID == "" {
+					t.Fatalf("entry %+v, want ACTIVE with its joined record", e)
+				}
 			}
 		})
 	}
