@@ -324,7 +324,7 @@ type pending struct {
 // joinedOnly reports whether the token's one record in the batch is its
 // joined record.
 func (p *pending) joinedOnly() bool {
-	return p.records == 1 && p.Status == queue.StatusWaiting && p.JoinedAt != nil
+	return p.records == 1 && p.JoinedAt != nil
 }
 
 // precedes reports whether q may follow p in a run of joins: the next seq
