@@ -264,9 +264,16 @@ func (f *feed) lastIDNow() string {
 }
 
 // tick reads the event's progress in one call, re-ranks a few subscribers and
-// pushes every place that changed (or is due for a heartbeat).
+// pushes every place that changed (or is due for a heartbeat). A tick where
+// no subscriber is due for a position, a heartbeat or a re-rank makes no
+// call: an event with few subscribers costs Redis a call per subscriber per
+// position interval, not one per tick.
 func (f *feed) tick() {
 	h := f.h
+	if h.tickHook != nil {
+		h.tickHook(f.eventID, false)
+		defer h.tickHook(f.eventID, true)
+	}
 	now := time.Now()
 	f.mu.Lock()
 	var due []*Sub
@@ -278,6 +285,10 @@ func (f *feed) tick() {
 			due = append(due, s)
 			s.correctedAt = now // not again before this correction lands
 		}
+	}
+	if len(due) == 0 && !f.anyDueLocked(now) {
+		f.mu.Unlock()
+		return
 	}
 	f.mu.Unlock()
 	attempts := make([]queue.Attempt, len(due))
@@ -300,23 +311,10 @@ func (f *feed) tick() {
 	if len(ranks) > 0 {
 		f.pending = append(f.pending, correction{asOf: p.AsOf, ranks: ranks, at: now})
 	}
-	// Each subscriber has a slot among the ticks of one position interval,
-	// numbered by the monotonic clock (a step of the wall clock skips or
-	// repeats none): a tick that comes late (after a stream read that
-	// blocked) serves the slots it skipped, so positions still come once an
-	// interval. The feed's first tick makes every subscriber due.
-	slots := max(int64(h.every/h.tick), 1)
-	if f.start.IsZero() {
-		f.start, f.tickNo = now, -slots
-	}
-	cur := int64(now.Sub(f.start) / h.tick)
-	passed := cur - f.tickNo
+	cur, passed, slots := f.slotsLocked(now)
 	f.tickNo = cur
 	for s := range f.subs {
-		if !s.based {
-			continue
-		}
-		if !slotDue(s.Seq, cur, passed, slots) && now.Sub(s.lastSent) < h.heartbeat {
+		if !f.dueLocked(s, now, cur, passed, slots) {
 			continue
 		}
 		rank := s.rank0 - (f.admitted[laneIndex(s.lane)] - s.adm0) - s.leftAhead
@@ -334,6 +332,41 @@ func (f *feed) tick() {
 			s.signal(func() { s.update = &u })
 		}
 	}
+}
+
+// slotsLocked numbers the tick at now and says how many ticks passed since
+// the last that ran: each subscriber has a slot among the slots ticks of one
+// position interval, numbered by the monotonic clock (a step of the wall
+// clock skips or repeats none), so a tick that comes late (after a stream
+// read that blocked) serves the slots it skipped and positions still come
+// once an interval. The feed's first tick makes every subscriber due.
+func (f *feed) slotsLocked(now time.Time) (cur, passed, slots int64) {
+	h := f.h
+	slots = max(int64(h.every/h.tick), 1)
+	if f.start.IsZero() {
+		f.start, f.tickNo = now, -slots
+	}
+	cur = int64(now.Sub(f.start) / h.tick)
+	return cur, cur - f.tickNo, slots
+}
+
+// anyDueLocked reports whether a subscriber is due for a position or a
+// heartbeat at now. When none is, the tick still counts as run.
+func (f *feed) anyDueLocked(now time.Time) bool {
+	cur, passed, slots := f.slotsLocked(now)
+	for s := range f.subs {
+		if f.dueLocked(s, now, cur, passed, slots) {
+			return true
+		}
+	}
+	f.tickNo = cur
+	return false
+}
+
+// dueLocked reports whether s, ranked, is due at the tick cur (passed
+// ticks after the last) for its slot's position or for a heartbeat.
+func (f *feed) dueLocked(s *Sub, now time.Time, cur, passed, slots int64) bool {
+	return s.based && (slotDue(s.Seq, cur, passed, slots) || now.Sub(s.lastSent) >= f.h.heartbeat)
 }
 
 // slotDue reports whether seq's slot (seq mod slots) is among the ticks

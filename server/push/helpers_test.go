@@ -186,6 +186,8 @@ type tailMark struct {
 type feedSpy struct {
 	ticksStarted int
 	ticksDone    int
+	// ranks counts the ticks' Progress calls.
+	ranks int
 	marks        []tailMark
 	// read is the last record a tail read returned.
 	read string
@@ -232,16 +234,10 @@ func (s *spyEngine) Tail(ctx context.Context, eventID, after string, count int64
 }
 
 func (s *spyEngine) Progress(ctx context.Context, eventID string, attempts []queue.Attempt) (queue.Progress, error) {
-	tick := ctx.Value(subscribing{}) == nil
-	if tick {
-		s.mu.Lock()
-		s.feed(eventID).ticksStarted++
-		s.mu.Unlock()
-	}
 	p, err := s.Engine.Progress(ctx, eventID, attempts)
-	if tick {
+	if ctx.Value(subscribing{}) == nil {
 		s.mu.Lock()
-		s.feed(eventID).ticksDone++
+		s.feed(eventID).ranks++
 		s.mu.Unlock()
 	} else if s.afterRank != nil && err == nil {
 		s.afterRank(eventID, attempts, p)
@@ -249,7 +245,26 @@ func (s *spyEngine) Progress(ctx context.Context, eventID string, attempts []que
 	return p, err
 }
 
-// Ticks returns how many hub ticks of eventID have finished their Redis call.
+// Ranks returns how many Progress calls the ticks of eventID have made.
+func (s *spyEngine) Ranks(eventID string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.feed(eventID).ranks
+}
+
+// tick counts the hub's ticks of eventID (push.WithTickHook), those that
+// needed no Redis call included.
+func (s *spyEngine) tick(eventID string, done bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if done {
+		s.feed(eventID).ticksDone++
+	} else {
+		s.feed(eventID).ticksStarted++
+	}
+}
+
+// Ticks returns how many hub ticks of eventID have finished.
 func (s *spyEngine) Ticks(eventID string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -375,7 +390,7 @@ func MustHub(tb testing.TB, addr string, opts ...push.Option) *hubKit {
 	counter := &commandCounter{byName: map[string]int64{}}
 	rdb.AddHook(counter)
 	spy := &spyEngine{Engine: queue.New(rdb, tokenKey), feeds: map[string]*feedSpy{}}
-	opts = append([]push.Option{push.WithBlock(testTick)}, opts...)
+	opts = append([]push.Option{push.WithBlock(testTick), push.WithTickHook(spy.tick)}, opts...)
 	k := &hubKit{hub: push.New(spy, opts...), spy: spy, rdb: rdb, counter: counter}
 	tb.Cleanup(k.Close)
 	return k

@@ -148,6 +148,9 @@ type Hub struct {
 	linger       time.Duration
 	obs          Observer
 	log          *slog.Logger
+	// tickHook, when set (tests only), learns when each feed tick starts
+	// and ends, whether or not the tick needed Redis.
+	tickHook func(eventID string, done bool)
 
 	ctx    context.Context
 	cancel context.CancelFunc
