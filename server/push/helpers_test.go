@@ -188,7 +188,7 @@ type feedSpy struct {
 	ticksDone    int
 	// ranks counts the ticks' Progress calls.
 	ranks int
-	marks        []tailMark
+	marks []tailMark
 	// read is the last record a tail read returned.
 	read string
 }
