@@ -157,44 +157,29 @@ func sorted(m map[string]int64) string {
 // TestQuietTicksSkipRedis: a feed calls Redis only at ticks where a
 // subscriber is due (its slot, a heartbeat or a re-rank), so two subscribers
 // whose slots share one tick of the ten in a position interval cost about
-// one call per interval, not one per tick; and their positions still come
-// once an interval.
+// one call per interval, not one per tick.
 func TestQuietTicksSkipRedis(t *testing.T) {
 	t.Parallel()
 	const slots = 10
 	addr := MustRedis(t)
 	a := MustAdmin(t, addr)
 	ev := a.MustEvent(t, "quiet")
-	ens := a.MustJoinN(t, ev.ID, "u", 2*slots, 2)
+	ens := a.MustJoinN(t, ev.ID, "u", 2*slots, 1) // one worker: seqs 1..20 in order
+	// No heartbeat or re-rank in the window: only the slots call Redis.
 	k := MustHub(t, addr, push.WithTick(testTick), push.WithPositionEvery(slots*testTick),
-		push.WithHeartbeat(slots*testTick), push.WithCorrections(push.DefaultCorrectBatch, time.Hour))
-	// Seqs 1 and 11: the same slot.
-	subs := []*push.Sub{}
-	for _, en := range []queue.Entry{ens[0], ens[slots]} {
-		s, _ := k.MustSubscribe(t, ev.ID, en)
-		subs = append(subs, s)
+		push.WithHeartbeat(time.Hour), push.WithCorrections(push.DefaultCorrectBatch, time.Hour))
+	for _, en := range []queue.Entry{ens[0], ens[slots]} { // seqs 1 and 11: the same slot
+		k.MustSubscribe(t, ev.ID, en)
 	}
 	k.spy.WaitTicks(t, ev.ID, 2)
-	ticks0, ranks0 := k.spy.Ticks(ev.ID), k.spy.Ranks(ev.ID)
-	const intervals = 4
-	k.spy.WaitTicks(t, ev.ID, intervals*slots)
+	ticks0, ranks0, start := k.spy.Ticks(ev.ID), k.spy.Ranks(ev.ID), time.Now()
+	k.spy.WaitTicks(t, ev.ID, 4*slots)
 	ticks, ranks := k.spy.Ticks(ev.ID)-ticks0, k.spy.Ranks(ev.ID)-ranks0
-	// A late tick may serve two slots' worth, and the window's edges cut
-	// an interval: allow one call more per interval, and two at the edges.
-	if limit := ticks/slots*2 + 2; ranks > limit || ranks < 1 {
-		t.Errorf("%d Progress calls in %d ticks, want 1..%d", ranks, ticks, limit)
-	}
-	// The heartbeat (one interval) brings each a position even though
-	// its place has not moved.
-	for i, s := range subs {
-		waitFor(t, fmt.Sprintf("a position for subscriber %d", i), func() bool {
-			select {
-			case <-s.Notify():
-				u, _, _ := s.Take()
-				return u != nil && u.Position == int64(1+i*slots)
-			default:
-				return false
-			}
-		})
+	// Ticks run late on a busy machine, so the window spans more intervals
+	// than its ticks say: bound the calls by its time, one per interval
+	// begun plus one at each edge.
+	intervals := int(time.Since(start) / (slots * testTick))
+	if limit := intervals + 3; ranks > limit || ranks < 1 || ranks*2 > ticks {
+		t.Errorf("%d Progress calls in %d ticks over %d intervals, want 1..%d and under half the ticks", ranks, ticks, intervals, limit)
 	}
 }

@@ -351,7 +351,8 @@ func (f *feed) slotsLocked(now time.Time) (cur, passed, slots int64) {
 }
 
 // anyDueLocked reports whether a subscriber is due for a position or a
-// heartbeat at now. When none is, the tick still counts as run.
+// heartbeat at now. It starts the feed's tick numbering at its first call,
+// and when none is due it records the tick as run (its slots served).
 func (f *feed) anyDueLocked(now time.Time) bool {
 	cur, passed, slots := f.slotsLocked(now)
 	for s := range f.subs {
