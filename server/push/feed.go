@@ -266,8 +266,9 @@ func (f *feed) lastIDNow() string {
 // tick reads the event's progress in one call, re-ranks a few subscribers and
 // pushes every place that changed (or is due for a heartbeat). A tick where
 // no subscriber is due for a position, a heartbeat or a re-rank makes no
-// call: an event with few subscribers costs Redis a call per subscriber per
-// position interval, not one per tick.
+// call: an event with few subscribers costs Redis about a call per
+// subscriber per position interval (plus its heartbeats and re-ranks), not
+// one per tick.
 func (f *feed) tick() {
 	h := f.h
 	if h.tickHook != nil {
