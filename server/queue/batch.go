@@ -498,16 +498,14 @@ func (b *batcher) close() {
 
 // manyForm is how a run of calls of one script goes as one call: the
 // script wrapped in a loop over the calls (manyScript), or, for a script
-// that takes any number of calls' arguments one after the other (join.lua,
-// verify.lua), the script itself.
+// that takes any number of calls one after the other (join.lua,
+// verify.lua), the script itself, given the calls' arguments concatenated
+// (see concatArgs).
 type manyForm struct {
 	script *redis.Script
 	// split, for a script taking calls one after the other, cuts its reply
 	// into each call's answer; nil for a manyScript.
 	split splitter
-	// concat says each call's own ARGV is one []byte that a run sends
-	// concatenated, as one argument.
-	concat bool
 }
 
 // group is one command of a pipeline: a single call, or a run of calls of
@@ -519,7 +517,6 @@ type group struct {
 	calls  []*call
 	many   bool
 	split  splitter
-	concat bool
 }
 
 // group splits batch into commands, keeping the calls' order: consecutive
@@ -535,7 +532,7 @@ func (b *batcher) group(batch []*call) []group {
 				j++
 			}
 			if j-i > 1 {
-				gs = append(gs, group{script: m.script, calls: batch[i:j], many: true, split: m.split, concat: m.concat})
+				gs = append(gs, group{script: m.script, calls: batch[i:j], many: true, split: m.split})
 				i = j
 				continue
 			}
@@ -550,38 +547,21 @@ func (b *batcher) group(batch []*call) []group {
 func (g group) keys() []string { return g.calls[0].script.keysOf(g.calls[0].event) }
 
 // args is the ARGV of g: a single call's own; for a script taking calls one
-// after the other, the latest of the calls' clocks, the first's MAXLEN and
-// each call's own arguments in order (the run happens at one instant, its
-// last call's); else the many-call layout of manyScript.
+// after the other, the latest of the calls' clocks (the run happens at one
+// instant, its last call's) and the rest as concatArgs puts it; else the
+// many-call layout of manyScript.
 func (g group) args() []any {
 	if !g.many {
 		return g.calls[0].args
 	}
 	if g.split != nil {
-		n, size := 2, 0
 		now := g.calls[0].args[0]
 		for _, c := range g.calls {
-			n += len(c.args) - 2
 			if later(c.args[0], now) {
 				now = c.args[0]
 			}
-			if g.concat {
-				size += len(c.args[2].([]byte))
-			}
 		}
-		if g.concat {
-			b := make([]byte, 0, size)
-			for _, c := range g.calls {
-				b = append(b, c.args[2].([]byte)...)
-			}
-			return []any{now, g.calls[0].args[1], b}
-		}
-		a := make([]any, 0, n)
-		a = append(a, now, g.calls[0].args[1])
-		for _, c := range g.calls {
-			a = append(a, c.args[2:]...)
-		}
-		return a
+		return concatArgs(now, g.calls)
 	}
 	n := 3
 	for _, c := range g.calls {
@@ -629,6 +609,45 @@ func (g group) answer(cmd *redis.Cmd) {
 		}
 		close(c.done)
 	}
+}
+
+// concatArgs is the ARGV of a run of calls of a script that takes calls one
+// after the other (join.lua, verify.lua), at clock reading now: now, the first
+// call's MAXLEN, the calls' own arguments (each a []byte) as one, then,
+// when the calls carry a count of what they hold (an int64 after it), the
+// sum of the counts, and, when every call also carries a line (a string
+// after the count), the lines joined by "\n".
+func concatArgs(now any, calls []*call) []any {
+	size, count, lines, lined := 0, int64(0), 0, true
+	for _, c := range calls {
+		size += len(c.args[2].([]byte))
+		if len(c.args) > 3 {
+			count += c.args[3].(int64)
+		}
+		if lined = lined && len(c.args) > 4; lined {
+			lines += len(c.args[4].(string)) + 1
+		}
+	}
+	b := make([]byte, 0, size)
+	for _, c := range calls {
+		b = append(b, c.args[2].([]byte)...)
+	}
+	a := []any{now, calls[0].args[1], b}
+	if len(calls[0].args) <= 3 {
+		return a
+	}
+	a = append(a, count)
+	if !lined {
+		return a
+	}
+	l := make([]byte, 0, lines)
+	for i, c := range calls {
+		if i > 0 {
+			l = append(l, '\n')
+		}
+		l = append(l, c.args[4].(string)...)
+	}
+	return append(a, l)
 }
 
 // later reports whether clock reading a (ms, as run puts it in ARGV[1]) is

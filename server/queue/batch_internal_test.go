@@ -182,6 +182,45 @@ func TestBatchConcatenatedRun(t *testing.T) {
 	}
 }
 
+// TestConcatArgs: a run's ARGV is its latest clock, the first call's
+// MAXLEN and the calls' own arguments as one; the count of what they hold
+// when they carry one, and their lines when every call carries one.
+func TestConcatArgs(t *testing.T) {
+	plain := func(user string) *call {
+		return &call{args: append([]any{int64(1), int64(0)}, joinArgv(user, JoinOptions{})...)}
+	}
+	proven := &call{args: append([]any{int64(1), int64(0)}, joinArgv("p", JoinOptions{Proven: true})...)}
+	coded := &call{args: append([]any{int64(1), int64(0)}, joinArgv("c", JoinOptions{PriorityCode: "C1"})...)}
+	lookup := func(user string) *call { return &call{args: []any{int64(1), int64(0), lookupArg(user, 7)}} }
+	cat := func(calls ...*call) []byte {
+		var b []byte
+		for _, c := range calls {
+			b = append(b, c.args[2].([]byte)...)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name  string
+		calls []*call
+		want  []any
+	}{
+		{"plain joins: their lines", []*call{plain("u1"), plain("u 2")},
+			[]any{int64(9), int64(0), cat(plain("u1"), plain("u 2")), int64(2), []byte("u1\nu 2")}},
+		{"a join with its proof: no lines", []*call{plain("u1"), proven, plain("u3")},
+			[]any{int64(9), int64(0), cat(plain("u1"), proven, plain("u3")), int64(3)}},
+		{"a join given in full last: no lines", []*call{plain("u1"), coded},
+			[]any{int64(9), int64(0), cat(plain("u1"), coded), int64(2)}},
+		{"lookups: no count", []*call{lookup("a"), lookup("b")},
+			[]any{int64(9), int64(0), cat(lookup("a"), lookup("b"))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := concatArgs(int64(9), tc.calls); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", tc.want) {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // mustGatherFixture starts a Redis with event e1 and returns its client and
 // a join of user through a batcher.
 func mustGatherFixture(t *testing.T) (*redis.Client, func(b *batcher, ctx context.Context, user string) error) {

@@ -78,7 +78,7 @@ var (
 	// join.lua and verify.lua take a whole run themselves.
 	manyScripts = map[*redis.Script]manyForm{
 		scriptJoin.Script:   {script: scriptJoin.Script, split: splitJoin},
-		scriptVerify.Script: {script: scriptVerify.Script, split: splitVerify, concat: true},
+		scriptVerify.Script: {script: scriptVerify.Script, split: splitVerify},
 		scriptLeave.Script:  {script: manyScript(luaLeave)},
 		scriptOrder.Script:  {script: manyScript(luaOrder)},
 	}

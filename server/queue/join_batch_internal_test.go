@@ -101,9 +101,16 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 			// does: some batches, on a batch-policy event (nobody admitted
 			// on join), bring a user twice, a user who waits already, or
 			// one join past the reserved seqs.
-			// Those batches bring their proof, or need none.
 			if (trial/5)%4 != 0 {
 				ev.Policy, ev.Challenge, ev.PowBits = PolicyBatch, "", 0
+			}
+			// Some bring no proof to an event that asks for it: plain
+			// joins, every one refused.
+			if (trial/5)%8 == 4 {
+				ev.Challenge, ev.PowBits = ChallengePow, 8
+				for i := range joins {
+					joins[i].proven = ""
+				}
 			}
 			switch (trial / 5) % 4 {
 			case 1:
@@ -134,11 +141,12 @@ func TestJoinBatchMatchesOneByOne(t *testing.T) {
 					mustJoinOne(t, rdb, one, id, t0, j)
 				}
 			}
-			args := []any{now, DefaultStreamMaxLen}
-			for _, j := range joins {
-				args = append(args, joinArgv(j.user, JoinOptions{PriorityCode: j.code, Priority: j.force == "1",
-					Device: j.dev, Proven: j.proven == "1"})...)
+			calls := make([]*call, len(joins))
+			for i, j := range joins {
+				calls[i] = &call{args: append([]any{now, DefaultStreamMaxLen}, joinArgv(j.user, JoinOptions{
+					PriorityCode: j.code, Priority: j.force == "1", Device: j.dev, Proven: j.proven == "1"})...)}
 			}
+			args := concatArgs(now, calls)
 			batch := mustSplit(t, splitJoin, len(joins), scriptJoin.Run(ctx, rdb, scriptJoin.keysOf(ids[0]), args...))
 			allNew := true
 			for i, j := range joins {
@@ -292,10 +300,12 @@ func TestJoinRunScoresAcrossTens(t *testing.T) {
 	}
 	seq := 0
 	for _, n := range []int{7, 95, 3, 890, 17} {
-		args := []any{eng.now().UnixMilli(), DefaultStreamMaxLen}
+		now := eng.now().UnixMilli()
+		calls := make([]*call, n)
 		for i := range n {
-			args = append(args, fmt.Sprintf("u%d", seq+i+1))
+			calls[i] = &call{args: append([]any{now, DefaultStreamMaxLen}, joinArgv(fmt.Sprintf("u%d", seq+i+1), JoinOptions{})...)}
 		}
+		args := concatArgs(now, calls)
 		answers := mustSplit(t, splitJoin, n, scriptJoin.Run(ctx, rdb, scriptJoin.keysOf("tens"), args...))
 		for i, a := range answers {
 			if a[0] != "NEW" || a[2] != int64(seq+i+1) {

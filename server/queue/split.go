@@ -101,36 +101,58 @@ func splitVerify(reply []any, into [][]any) error {
 	return nil
 }
 
-// joinArgv is one join's ARGV for join.lua: the user id alone when the join
-// brings nothing else, "\n" and the user id when it brings only its proof,
-// else "" and all five.
+// joinArgv is one join's ARGV for join.lua past NOW and MAXLEN: its msgpack
+// values (the user id alone when the join brings nothing else, false and
+// the user id when it brings only its proof, else true and all five), then
+// 1 (one join), then, for the first kind (a plain join), the user id: a run
+// of joins goes as one call of the values concatenated, their count, and
+// the user ids one a line when every join of the run is a plain one (see
+// group.args and lua/join.lua).
 func joinArgv(user string, o JoinOptions) []any {
 	switch {
 	case o.PriorityCode != "" || o.Priority || o.Device != "":
-		return []any{"", user, o.PriorityCode, flag(o.Priority), o.Device, flag(o.Proven)}
+		b := make([]byte, 0, len(user)+len(o.PriorityCode)+len(o.Device)+16)
+		b = append(b, mpTrue)
+		for _, v := range [...]string{user, o.PriorityCode, flag(o.Priority).(string), o.Device, flag(o.Proven).(string)} {
+			b = appendStr(b, v)
+		}
+		return []any{b, one}
 	case o.Proven:
-		return []any{argProven, user}
+		return []any{appendStr(append(make([]byte, 0, len(user)+6), mpFalse), user), one}
 	}
-	return []any{user}
+	return []any{appendStr(make([]byte, 0, len(user)+5), user), one, user}
 }
 
-// argProven marks a join.lua join that brings its proof (see joinArgv).
-var argProven any = "\n"
+// one is a call's count of joins in joinArgv, made once.
+var one any = int64(1)
 
-// lookupArg is one status lookup's argument for verify.lua: the user id as a
-// msgpack str, then the seq as a msgpack uint. A run's lookups go as the
-// concatenation of theirs (manyForm.concat).
-func lookupArg(user string, seq int64) []byte {
-	b := make([]byte, 0, len(user)+14)
-	switch n := len(user); {
+// The msgpack bytes of false and true: join.lua's markers of a join given
+// with its proof alone, and of one given in full.
+const (
+	mpFalse = 0xc2
+	mpTrue  = 0xc3
+)
+
+// appendStr appends s to b as a msgpack str.
+func appendStr(b []byte, s string) []byte {
+	switch n := len(s); {
 	case n < 32:
 		b = append(b, 0xa0|byte(n))
 	case n < 1<<8:
 		b = append(b, 0xd9, byte(n))
-	default:
+	case n < 1<<16:
 		b = binary.BigEndian.AppendUint16(append(b, 0xda), uint16(n))
+	default:
+		b = binary.BigEndian.AppendUint32(append(b, 0xdb), uint32(n))
 	}
-	b = append(b, user...)
+	return append(b, s...)
+}
+
+// lookupArg is one status lookup's argument for verify.lua: the user id as a
+// msgpack str, then the seq as a msgpack uint. A run's lookups go as the
+// concatenation of theirs (concatArgs).
+func lookupArg(user string, seq int64) []byte {
+	b := appendStr(make([]byte, 0, len(user)+14), user)
 	u := uint64(max(seq, 0))
 	switch {
 	case u < 128:

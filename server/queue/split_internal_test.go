@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ import (
 )
 
 // TestLookupArgUnpacksInRedis sends lookupArg's msgpack through
-// unpack_lookups as verify.lua reads it, on Redis (its cmsgpack) and on
+// unpack_values as verify.lua reads it, on Redis (its cmsgpack) and on
 // miniredis (the Lua reader, as make run's embedded store has no cmsgpack):
 // every length class of user id and every width of seq comes back as it
 // went, one lookup after the other.
@@ -29,6 +30,71 @@ func TestLookupArgUnpacksInRedis(t *testing.T) {
 		{"miniredis", redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})},
 	} {
 		t.Run(store.name, func(t *testing.T) { mustUnpackLookups(t, store.rdb) })
+	}
+}
+
+// TestJoinArgvUnpacksInRedis sends joinArgv's msgpack through unpack_values
+// as join.lua reads it, on Redis and on miniredis: every kind of join, with
+// user ids, codes and devices in every length class of str, comes back as
+// it went, alone and as a run.
+func TestJoinArgvUnpacksInRedis(t *testing.T) {
+	echo := script(`-- KEYS: cfg
+local a = unpack_values(ARGV[3])
+for i = 1, #a do
+  if type(a[i]) == 'boolean' then a[i] = '<' .. tostring(a[i]) .. '>' end
+end
+return a`)
+	cases := []struct {
+		name string
+		user string
+		o    JoinOptions
+		want []string
+	}{
+		{"plain", "u1", JoinOptions{}, []string{"u1"}},
+		{"proven", "u2", JoinOptions{Proven: true}, []string{"<false>", "u2"}},
+		{"priority code", "u3", JoinOptions{PriorityCode: "C1"}, []string{"<true>", "u3", "C1", "0", "", "0"}},
+		{"forced priority, proven", "VIRTUAL:b", JoinOptions{Priority: true, Proven: true},
+			[]string{"<true>", "VIRTUAL:b", "", "1", "", "1"}},
+		{"device", "u4", JoinOptions{Device: strings.Repeat("d", 40)},
+			[]string{"<true>", "u4", "", "0", strings.Repeat("d", 40), "0"}},
+		{"fixstr edge", strings.Repeat("a", 31), JoinOptions{}, []string{strings.Repeat("a", 31)}},
+		{"str8", strings.Repeat("b", 32), JoinOptions{}, []string{strings.Repeat("b", 32)}},
+		{"str16", strings.Repeat("c", 256), JoinOptions{Proven: true}, []string{"<false>", strings.Repeat("c", 256)}},
+		{"str16 edge", strings.Repeat("e", 1<<16-1), JoinOptions{}, []string{strings.Repeat("e", 1<<16-1)}},
+		{"str32", strings.Repeat("f", 1<<16), JoinOptions{}, []string{strings.Repeat("f", 1<<16)}},
+		{"any bytes", "é \x00\xc2\xc3 [1]", JoinOptions{}, []string{"é \x00\xc2\xc3 [1]"}},
+	}
+	for _, store := range []struct {
+		name string
+		rdb  redis.UniversalClient
+	}{
+		{"redis-server", redistest.MustClient(t, redistest.MustStart(t).Addr())},
+		{"miniredis", redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})},
+	} {
+		t.Run(store.name, func(t *testing.T) {
+			run := func(arg []byte) []string {
+				t.Helper()
+				got, err := echo.Run(context.Background(), store.rdb, echo.keysOf("e"), int64(0), int64(0), arg).StringSlice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			var all []byte
+			var want []string
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					if got := run(joinArgv(tc.user, tc.o)[0].([]byte)); !slices.Equal(got, tc.want) {
+						t.Errorf("unpacked %.80q, want %.80q", got, tc.want)
+					}
+				})
+				all = append(all, joinArgv(tc.user, tc.o)[0].([]byte)...)
+				want = append(want, tc.want...)
+			}
+			if got := run(all); !slices.Equal(got, want) {
+				t.Errorf("a run's joins unpacked %.200q, want %.200q", got, want)
+			}
+		})
 	}
 }
 
@@ -49,7 +115,7 @@ var lookupCases = []struct {
 
 func mustUnpackLookups(t *testing.T, rdb redis.UniversalClient) {
 	echo := script(`-- KEYS: cfg
-local a = unpack_lookups(ARGV[3])
+local a = unpack_values(ARGV[3])
 for i = 2, #a, 2 do a[i] = string.format('%.0f', a[i]) end
 return a`)
 	run := func(arg []byte) ([]string, error) {

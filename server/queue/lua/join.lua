@@ -3,14 +3,16 @@
 -- them) and answers each exactly as if it had run alone, in order.
 -- KEYS: cfg, seq, w, a, as, f, n, s, p, pg, dv, pq, hd, hu (lib.lua describes each)
 -- ARGV[1..2]: see lib.lua.
--- ARGV[3..] the joins, in order. A join that brings nothing but its user id
--- (the usual one) is that id alone; one that also passed the event's
--- proof-of-work challenge or needs none is "\n" (no user id holds a line
--- break) then its user id; any other is "" (no user id is empty) then five:
--- user id, priority code to redeem or "", "1" to put the user in the
--- priority lane without a grant (the simulator's VIRTUAL bots), device id or
--- "" when device binding is off, "1" when the join passed the challenge or
--- needs none.
+-- ARGV[3] the joins, in order, as msgpack values one after the other
+-- (queue.joinArgv): a join that brings nothing but its user id (the usual
+-- one, a plain join) is that id alone; one that also passed the event's
+-- proof-of-work challenge or needs none is false then its user id; any
+-- other is true then five: user id, priority code to redeem or "", "1" to
+-- put the user in the priority lane without a grant (the simulator's
+-- VIRTUAL bots), device id or "" when device binding is off, "1" when the
+-- join passed the challenge or needs none.
+-- ARGV[4] how many joins; ARGV[5], exactly when every join is a plain one,
+-- their user ids one a line (the run entry's u, below).
 -- Returns the answers in order, then three values for them all: rate,
 -- batch, interval. Most joins are answered in runs (queue.splitJoin expands
 -- them): a run of k new joins put in the normal lane one after the other
@@ -28,7 +30,11 @@
 --   ms when ACTIVE; lane is "p" for the priority lane, "" for the normal one.
 -- A live attempt is returned as it is, whatever code the join carries.
 --
--- What makes a batch cheap: the config (one field, see pack_cfg), the
+-- What makes a batch cheap: the joins come as one argument that cmsgpack
+-- unpacks in one call (an argument each costs Redis a string object, a Lua
+-- string and a table slot each, and this script a loop to read them), and
+-- the server joins the user ids of a batch of plain joins into the run
+-- entry's list; the config (one field, see pack_cfg), the
 -- counters and both lane sizes are read once; the users' active attempts in
 -- one variadic read (none for an empty active hash); a batch of plain new
 -- joins takes its seqs and places with one INCRBY and one ZADD NX, no user
@@ -49,21 +55,24 @@
 -- writing them out.
 local argv = ARGV
 -- users[i] is the i-th join's user id; ext[i], for a join given in full, the
--- index of its user id in ARGV; proven[i] true for a "\n" one.
-local users, ext, proven, n = {}, {}, {}, 0
-do
-  local k, na = 3, #argv
-  while k <= na do
-    n = n + 1
-    local a = argv[k]
-    if a == '' then
-      users[n], ext[n] = argv[k + 1], k + 1
+-- index of its user id in vals; proven[i] true for one given with its
+-- proof alone. When there are as many values as joins, every join is a
+-- plain one: the values are the user ids.
+local vals, n = unpack_values(argv[3]), tonumber(argv[4])
+local users, ext, proven = vals, {}, {}
+if #vals ~= n then
+  users = {}
+  local k = 1
+  for i = 1, n do
+    local a = vals[k]
+    if a == true then
+      users[i], ext[i] = vals[k + 1], k + 1
       k = k + 6
-    elseif a == '\n' then
-      users[n], proven[n] = argv[k + 1], true
+    elseif a == false then
+      users[i], proven[i] = vals[k + 1], true
       k = k + 2
     else
-      users[n] = a
+      users[i] = a
       k = k + 1
     end
   end
@@ -138,10 +147,14 @@ local plain = not grants and not pass and mode ~= 'c' and mode ~= 'r' and not (o
 -- the usual batch pays for.
 if n > 0 and plain and np == 0 and (nw > 0 or not direct) then
   local fast = true
-  for i = 1, n do
-    if ext[i] or (pow and not proven[i]) or asv[i] then
-      fast = false
-      break
+  -- With every join a plain one, no challenge asked for and nobody
+  -- admitted, nobody can be kept off the shortest way: no loop.
+  if users ~= vals or pow or #asv > 0 then
+    for i = 1, n do
+      if ext[i] or (pow and not proven[i]) or asv[i] then
+        fast = false
+        break
+      end
     end
   end
   if fast then
@@ -153,7 +166,7 @@ if n > 0 and plain and np == 0 and (nw > 0 or not direct) then
       local add = scored({'NX'}, top - n + 1, users, n)
       if redis.call('ZADD', K_W, unpack(add)) == n then
         redis.call('HINCRBY', K_N, 'joined', ns)
-        xadd('k', 'joined', 't', argv[1], 'q', add[2], 'b', ns, 'u', table.concat(users, '\n'))
+        xadd('k', 'joined', 't', argv[1], 'q', add[2], 'b', ns, 'u', argv[5] or table.concat(users, '\n'))
         return {n, top - n + 1, nw + 1, admitted, rate, batch, interval}
       end
       -- The seqs are past every score of the lane, so the adds are exactly
@@ -280,8 +293,8 @@ for i = 1, n do
   local user, x = users[i], ext[i]
   local code, force, dev, proof = '', '', '', not pow or proven[i]
   if x then
-    code, force, dev = argv[x + 1], argv[x + 2], argv[x + 3]
-    proof = proof or argv[x + 4] == '1'
+    code, force, dev = vals[x + 1], vals[x + 2], vals[x + 3]
+    proof = proof or vals[x + 4] == '1'
   end
   if plain and code == '' and dev == '' and force ~= '1' and proof and not wsc[i] and not psc[i] and not asv[i]
     and not seen[user] and (nw + np > 0 or not direct) and not (seq_cap and seq >= seq_cap) then

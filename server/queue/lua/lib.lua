@@ -186,34 +186,45 @@ local function read_split_cfg()
   return tonumber(b) or 0, tonumber(p) or 0, tonumber(i) or 0
 end
 
--- unpack_lookups returns verify.lua's lookups as one table, user id then
--- seq (a number) for each, from the msgpack queue.lookupArg writes:
--- cmsgpack reads it where Redis has it; miniredis (the embedded store of
--- make run) has none, so the few forms lookupArg writes are read here.
-local function unpack_lookups(s)
+-- unpack_values returns the msgpack values of s, one after the other, as
+-- one table: the joins of join.lua (queue.joinArgv) and the lookups of
+-- verify.lua (queue.lookupArg). cmsgpack reads them where Redis has it;
+-- miniredis (the embedded store of make run) has none, so the few forms
+-- those write are read here: str, positive fixint, uint 32 and 64, false
+-- and true.
+local function unpack_values(s)
   local mp = rawget(_G, 'cmsgpack')
   if mp then return {mp.unpack(s)} end
   local a, i, n, byte = {}, 1, #s, string.byte
   while i <= n do
-    local b, len = byte(s, i), 0
+    local b, v, len = byte(s, i), nil, -1
     if b >= 0xa0 and b <= 0xbf then
       len, i = b - 0xa0, i + 1
     elseif b == 0xd9 then
       len, i = byte(s, i + 1), i + 2
-    else
+    elseif b == 0xda then
       len, i = byte(s, i + 1) * 256 + byte(s, i + 2), i + 3
+    elseif b == 0xdb then
+      len = 0
+      for k = 1, 4 do len = len * 256 + byte(s, i + k) end
+      i = i + 5
+    elseif b == 0xc2 or b == 0xc3 then
+      v, i = b == 0xc3, i + 1
+    else
+      local w = 0
+      if b == 0xce then w = 4 elseif b == 0xcf then w = 8 end
+      v = b
+      if w > 0 then
+        v = 0
+        for k = 1, w do v = v * 256 + byte(s, i + k) end
+      end
+      i = i + 1 + w
     end
-    a[#a + 1] = string.sub(s, i, i + len - 1)
-    i = i + len
-    b = byte(s, i)
-    local v, w = b, 0
-    if b == 0xce then w = 4 elseif b == 0xcf then w = 8 end
-    if w > 0 then
-      v = 0
-      for k = 1, w do v = v * 256 + byte(s, i + k) end
+    if len >= 0 then
+      v = string.sub(s, i, i + len - 1)
+      i = i + len
     end
     a[#a + 1] = v
-    i = i + 1 + w
   end
   return a
 end

@@ -22,7 +22,7 @@
 -- status is EVENT_NOT_FOUND / TOKEN_NOT_FOUND followed by four zeros for an
 -- attempt not found. detail is the 1-based place while WAITING (priority
 -- users ahead counted, see place in lib.lua), the expiry in ms while ACTIVE.
-local a = unpack_lookups(ARGV[3])
+local a = unpack_values(ARGV[3])
 local n = #a / 2
 local out, o = {}, 0
 local function answer(st, detail, at, no, lane)
