@@ -183,3 +183,34 @@ func TestQuietTicksSkipRedis(t *testing.T) {
 		t.Errorf("%d Progress calls in %d ticks over %d intervals, want 1..%d and under half the ticks", ranks, ticks, intervals, limit)
 	}
 }
+
+// TestHeartbeatsRideTheSlots: a subscriber whose place never changes gets
+// its heartbeats at its slot's ticks, which call Redis anyway, so a quiet
+// feed makes one Progress call a position interval, not one more for each
+// heartbeat; the heartbeats still come.
+func TestHeartbeatsRideTheSlots(t *testing.T) {
+	t.Parallel()
+	const slots, beats = 5, 3 // a heartbeat every 3 position intervals
+	interval := slots * testTick
+	addr := MustRedis(t)
+	a := MustAdmin(t, addr)
+	ev := a.MustEvent(t, "beats")
+	en := a.MustJoinN(t, ev.ID, "u", 1, 1)[0]
+	k := MustHub(t, addr, push.WithTick(testTick), push.WithPositionEvery(interval),
+		push.WithHeartbeat(beats*interval), push.WithCorrections(push.DefaultCorrectBatch, time.Hour))
+	sub, _ := k.MustSubscribe(t, ev.ID, en)
+	k.spy.WaitTicks(t, ev.ID, 2)
+	sub.Take() // the first place: what follows in the window is heartbeats
+	ranks0, start := k.spy.Ranks(ev.ID), time.Now()
+	k.spy.WaitTicks(t, ev.ID, 6*beats*slots)
+	ranks := k.spy.Ranks(ev.ID) - ranks0
+	intervals := int(time.Since(start) / interval)
+	// Heartbeats off the slots would add one call per heartbeat: 1 + 1/3
+	// a position interval, past this bound over 18 intervals or more.
+	if limit := intervals + 3; ranks > limit || ranks < 1 {
+		t.Errorf("%d Progress calls over %d position intervals, want 1..%d", ranks, intervals, limit)
+	}
+	if u, _, _ := sub.Take(); u == nil || u.Position != 1 {
+		t.Errorf("no heartbeat over %d position intervals: %+v", intervals, u)
+	}
+}

@@ -327,7 +327,7 @@ func (f *feed) tick() {
 		}
 		// The place counts the other lane's attempts served first (queue.Place).
 		pos := p.Place(s.lane, rank)
-		if pos != s.lastPos || now.Sub(s.lastSent) >= h.heartbeat {
+		if pos != s.lastPos || f.heartbeatLocked(s, now, cur, passed, slots) {
 			s.lastPos, s.lastSent = pos, now
 			u := Update{ID: f.lastID, Position: pos, Waiting: p.Waiting, ETA: p.ETA(pos), Lane: s.lane}
 			s.signal(func() { s.update = &u })
@@ -369,6 +369,17 @@ func (f *feed) anyDueLocked(now time.Time) bool {
 // ticks after the last) for its slot's position or for a heartbeat.
 func (f *feed) dueLocked(s *Sub, now time.Time, cur, passed, slots int64) bool {
 	return s.based && (slotDue(s.Seq, cur, passed, slots) || now.Sub(s.lastSent) >= f.h.heartbeat)
+}
+
+// heartbeatLocked reports whether s gets its heartbeat at the tick cur: at
+// its slot's tick once the heartbeat is less than a position interval
+// away, so that the next slot's would come too late, and otherwise only
+// once the heartbeat is due. Heartbeats then ride on the ticks that serve
+// s's position anyway, and a tick off its slot calls Redis for s only when
+// a slot came too late to carry one.
+func (f *feed) heartbeatLocked(s *Sub, now time.Time, cur, passed, slots int64) bool {
+	since := now.Sub(s.lastSent)
+	return since >= f.h.heartbeat || since > f.h.heartbeat-f.h.every && slotDue(s.Seq, cur, passed, slots)
 }
 
 // slotDue reports whether seq's slot (seq mod slots) is among the ticks
