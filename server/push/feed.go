@@ -267,8 +267,8 @@ func (f *feed) lastIDNow() string {
 // pushes every place that changed (or is due for a heartbeat). A tick where
 // no subscriber is due for a position, a heartbeat or a re-rank makes no
 // call: an event with few subscribers costs Redis about a call per
-// subscriber per position interval (plus its heartbeats and re-ranks), not
-// one per tick.
+// subscriber per position interval (plus its re-ranks; heartbeats ride on
+// those calls, see heartbeatLocked), not one per tick.
 func (f *feed) tick() {
 	h := f.h
 	if h.tickHook != nil {
