@@ -28,9 +28,11 @@ func TestWaitingRoomSeatSections(t *testing.T) {
 	admin := map[string]string{"X-Admin-Key": srv.Keys.Admin}
 	MustCall(t, "POST", base+"/api/v1/admin/events", admin, map[string]any{
 		"id": "web-big", "name": "Big room", "seats": 25_001, "capacity": 5, "admit_batch": 5,
-		"admit_interval_ms": 100, "active_ttl_s": 60, "policy": "capacity",
+		"admit_interval_ms": 100, "active_ttl_s": 600, "policy": "capacity",
 	}, nil)
-	b := MustBrowser(t, 90*time.Second, 1280, 900)
+	// A loaded CI run can take minutes over what takes seconds alone: the
+	// active window and the browser's budget outlast it.
+	b := MustBrowser(t, 3*time.Minute, 1280, 900)
 	b.MustRun(t, "opening the waiting room", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("nickname")))
 	b.MustWait(t, "the event in the table", `!!document.querySelector('#events-body tr[data-id="web-big"]')`, 20*time.Second)
 	b.MustRun(t, "starting a session and joining",
