@@ -35,7 +35,7 @@ const (
 	// would go as soon as it returns, however few. Each pipeline costs Redis
 	// about 25 µs beyond its commands (the socket reads and writes, the
 	// event loop's wake-up) and each run its script's fixed part (about
-	// 140,000 instructions for a join run, against 9,000 a join), so the
+	// 140,000 instructions for a join run, against 8,500 a join), so the
 	// fuller the pipelines the less Redis CPU a call takes. At a low rate,
 	// where pipelines carry one call each, nobody waits; under load the
 	// gather mostly ends at DefaultBatchGatherTarget first.
