@@ -372,14 +372,15 @@ func (f *feed) dueLocked(s *Sub, now time.Time, cur, passed, slots int64) bool {
 }
 
 // heartbeatLocked reports whether s gets its heartbeat at the tick cur: at
-// its slot's tick once the heartbeat is less than a position interval
-// away, so that the next slot's would come too late, and otherwise only
-// once the heartbeat is due. Heartbeats then ride on the ticks that serve
-// s's position anyway, and a tick off its slot calls Redis for s only when
-// a slot came too late to carry one.
+// its slot's last tick before the heartbeat is due, or the one it is due
+// at (half a tick's slack, as ticks come a little late or early), and
+// otherwise only once it is due. Heartbeats then ride on the ticks that
+// serve s's position anyway, and a tick off its slot calls Redis for s only
+// when a slot came too late to carry one.
 func (f *feed) heartbeatLocked(s *Sub, now time.Time, cur, passed, slots int64) bool {
+	h := f.h
 	since := now.Sub(s.lastSent)
-	return since >= f.h.heartbeat || since > f.h.heartbeat-f.h.every && slotDue(s.Seq, cur, passed, slots)
+	return since >= h.heartbeat || since > h.heartbeat-h.every+h.tick/2 && slotDue(s.Seq, cur, passed, slots)
 }
 
 // slotDue reports whether seq's slot (seq mod slots) is among the ticks

@@ -15,6 +15,9 @@ const (
 	// DefaultBatchSize caps the script calls sent in one pipeline: 128
 	// joins run in well under a millisecond of Redis.
 	DefaultBatchSize = 128
+	// MaxBatchSize caps Batching.Size: a run of joins hands join.lua all its
+	// values at once (up to six a join), and Lua takes some 8,000 at most.
+	MaxBatchSize = 1000
 	// DefaultBatchInFlight caps the pipelines in flight at once. One: the
 	// fewer pipelines, the more calls each carries, and a run of joins or
 	// status reads costs Redis a fixed part per call (the config, the
@@ -61,7 +64,7 @@ const (
 // Batching configures how the engine coalesces concurrent script calls into
 // Redis pipelines. A zero Size turns batching off.
 type Batching struct {
-	// Size caps the calls per pipeline.
+	// Size caps the calls per pipeline, at most MaxBatchSize.
 	Size int
 	// InFlight caps the pipelines in flight; a call that finds them all busy
 	// queues and goes with the others queued meanwhile.
@@ -165,6 +168,7 @@ func newBatcher(rdb redis.UniversalClient, cfg Batching, many map[*redis.Script]
 	if cfg.Wait <= 0 {
 		cfg.Wait = DefaultBatchWait
 	}
+	cfg.Size = min(cfg.Size, MaxBatchSize)
 	b := &batcher{rdb: rdb, cfg: cfg, many: many}
 	b.idle.L = &b.mu
 	b.timer = time.AfterFunc(time.Hour, b.overdue)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -214,10 +215,35 @@ func TestConcatArgs(t *testing.T) {
 			[]any{int64(9), int64(0), cat(lookup("a"), lookup("b"))}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := concatArgs(int64(9), tc.calls); fmt.Sprintf("%q", got) != fmt.Sprintf("%q", tc.want) {
+			if got := concatArgs(int64(9), tc.calls); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestBatchSizeCapFitsLua: a run of MaxBatchSize joins given in full, six
+// values each, goes through join.lua whole, and no batcher makes a larger
+// run.
+func TestBatchSizeCapFitsLua(t *testing.T) {
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	ctx := context.Background()
+	eng := New(rdb, []byte("k"), WithBatching(Batching{}))
+	if err := eng.CreateEvent(ctx, Event{ID: "e1", Name: "e1", Seats: 1, Capacity: 1, AdmitBatch: 1,
+		AdmitIntervalMS: 250, ActiveTTLS: 60, Policy: PolicyBatch}); err != nil {
+		t.Fatal(err)
+	}
+	if b := newBatcher(rdb, Batching{Size: 5 * MaxBatchSize}, manyScripts); b.cfg.Size != MaxBatchSize {
+		t.Errorf("a batcher asked for runs of %d makes them of %d, want %d", 5*MaxBatchSize, b.cfg.Size, MaxBatchSize)
+	}
+	calls := make([]*call, MaxBatchSize)
+	for i := range calls {
+		calls[i] = &call{args: append([]any{int64(1000), int64(0)}, joinArgv(fmt.Sprintf("u_%d", i),
+			JoinOptions{Priority: true, Proven: true})...)}
+	}
+	answers := mustSplit(t, splitJoin, len(calls), scriptJoin.Run(ctx, rdb, scriptJoin.keysOf("e1"), concatArgs(int64(1000), calls)...))
+	if last := answers[len(answers)-1]; last[0] != "NEW" || last[2] != int64(MaxBatchSize) {
+		t.Errorf("the run's last join answered %v, want NEW at seq %d", last, MaxBatchSize)
 	}
 }
 
