@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
 )
@@ -26,5 +27,41 @@ func TestServerCPUTimeAndSettle(t *testing.T) {
 	}
 	if s.RSS() <= 0 {
 		t.Errorf("RSS = %d, want > 0", s.RSS())
+	}
+}
+
+// TestFiguresByRound: the figures sum the rounds, and list each round's
+// server and Redis CPU per answered request alone when there are several.
+func TestFiguresByRound(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		rounds             []roundCPU
+		wantServer, wantRd []float64
+		sumServer, sumRd   float64
+	}{
+		{"one round: no list", []roundCPU{{ok: 100, server: 5 * time.Millisecond, redis: time.Millisecond}},
+			nil, nil, 50, 10},
+		{"three rounds", []roundCPU{
+			{ok: 100, server: 4 * time.Millisecond, redis: time.Millisecond},
+			{ok: 200, server: 10 * time.Millisecond, redis: 4 * time.Millisecond},
+			{ok: 100, server: 6 * time.Millisecond, redis: 3 * time.Millisecond}},
+			[]float64{40, 50, 60}, []float64{10, 20, 30}, 50, 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tot loadTotals
+			for _, r := range tc.rounds {
+				tot.ok += r.ok
+				tot.cpu[0] += r.server
+				tot.cpu[1] += r.redis
+				tot.rounds = append(tot.rounds, r)
+			}
+			f := tot.figures()
+			if !slices.Equal(f.ServerCPURounds, tc.wantServer) || !slices.Equal(f.RedisCPURounds, tc.wantRd) {
+				t.Errorf("rounds: server %v, Redis %v; want %v, %v", f.ServerCPURounds, f.RedisCPURounds, tc.wantServer, tc.wantRd)
+			}
+			if f.ServerCPU != tc.sumServer || f.RedisCPU != tc.sumRd {
+				t.Errorf("sums: server %v, Redis %v; want %v, %v", f.ServerCPU, f.RedisCPU, tc.sumServer, tc.sumRd)
+			}
+		})
 	}
 }

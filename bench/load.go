@@ -30,6 +30,11 @@ type LoadFigures struct {
 	// one. It explains most swings in Redis CPU per request. 0 when no
 	// script ran.
 	PerScript float64 `json:"requests_per_script,omitempty"`
+	// ServerCPURounds and RedisCPURounds are ServerCPU and RedisCPU of each
+	// round alone, in order, when the figures sum more than one: how far
+	// they swing from round to round on the same build.
+	ServerCPURounds []float64 `json:"server_cpu_us_rounds,omitempty"`
+	RedisCPURounds  []float64 `json:"redis_cpu_us_rounds,omitempty"`
 }
 
 // load is one vegeta attack by a fixed number of workers at maximum rate: a
@@ -57,6 +62,15 @@ type loadTotals struct {
 	cpu [3]time.Duration
 	// scripts sums the script calls Redis ran over the loads.
 	scripts int64
+	// rounds are each load's answered requests and CPU time, in order.
+	rounds []roundCPU
+}
+
+// roundCPU is one load's answered requests and its server's and Redis's
+// CPU time.
+type roundCPU struct {
+	ok            int
+	server, redis time.Duration
 }
 
 // cpuMeter reads the CPU time used so far by the server, Redis and this
@@ -95,13 +109,14 @@ func pidCPU(pid int) time.Duration {
 
 // run attacks and adds the answers, and the CPU meter's time, to tot.
 func (l load) run(ctx context.Context, tot *loadTotals, meter cpuMeter) {
-	before, scripts := meter.read(), meter.scripts(ctx)
+	before, scripts, ok := meter.read(), meter.scripts(ctx), tot.ok
 	defer func() {
 		after := meter.read()
 		for i := range tot.cpu {
 			tot.cpu[i] += after[i] - before[i]
 		}
 		tot.scripts += meter.scripts(ctx) - scripts
+		tot.rounds = append(tot.rounds, roundCPU{ok: tot.ok - ok, server: after[0] - before[0], redis: after[1] - before[1]})
 	}()
 	var next atomic.Uint64
 	tr := func(t *vegeta.Target) error {
@@ -158,6 +173,12 @@ func (tot *loadTotals) figures() LoadFigures {
 		f.ServerCPU, f.RedisCPU, f.ClientCPU = us(tot.cpu[0]), us(tot.cpu[1]), us(tot.cpu[2])
 		if tot.scripts > 0 {
 			f.PerScript = float64(tot.ok) / float64(tot.scripts)
+		}
+	}
+	if len(tot.rounds) > 1 {
+		for _, r := range tot.rounds {
+			us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(max(r.ok, 1)) }
+			f.ServerCPURounds, f.RedisCPURounds = append(f.ServerCPURounds, us(r.server)), append(f.RedisCPURounds, us(r.redis))
 		}
 	}
 	return f

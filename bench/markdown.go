@@ -149,6 +149,21 @@ func Markdown(w io.Writer, r *Result) error {
 			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + cpu.String())
 	}
 
+	var rounds strings.Builder
+	for _, h := range r.HTTP {
+		if len(h.RedisCPURounds) > 0 {
+			fmt.Fprintf(&rounds, "| %s | %s | %s | %s | %s |\n", h.Server, h.Op, SizeLabel(h.Waiting),
+				joinNums(h.ServerCPURounds), joinNums(h.RedisCPURounds))
+		}
+	}
+	if rounds.Len() > 0 {
+		b.WriteString("\n## Round to round\n\n" +
+			"The figures above sum the rounds of each load; here is each round alone, in the order they ran. " +
+			"Rounds of one build under one load differ only by what else the machine did: their spread is the measurement's noise.\n\n" +
+			"| server | op | waiting | server CPU µs per request | Redis CPU µs per request |\n|---|---|---:|---:|---:|\n" +
+			rounds.String())
+	}
+
 	if cs := r.Ceilings(); len(cs) > 0 {
 		b.WriteString("\n## One event's ceiling\n\n" + ceilingIntro + "\n\n" +
 			"| op | waiting | measured | Redis CPU µs per request | one event's ceiling, per s |\n|---|---:|---|---:|---:|\n")
@@ -263,4 +278,13 @@ func dropMarkdown(b *strings.Builder, d *DropFigures) {
 	if len(d.Mismatches) > 0 {
 		b.WriteString("\n")
 	}
+}
+
+// joinNums is xs as num puts each, separated by " / ".
+func joinNums(xs []float64) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = num(x)
+	}
+	return strings.Join(s, " / ")
 }
