@@ -224,7 +224,7 @@ func TestConcatArgs(t *testing.T) {
 
 // TestBatchSizeCapFitsLua: a run of MaxBatchSize joins given in full, six
 // values each, goes through join.lua whole, and no batcher makes a larger
-// run.
+// run (a run of about 1,330 would pass what Lua takes at once).
 func TestBatchSizeCapFitsLua(t *testing.T) {
 	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
 	ctx := context.Background()
