@@ -107,7 +107,7 @@ func splitVerify(reply []any, into [][]any) error {
 // 1 (one join), then, for the first kind (a plain join), the user id: a run
 // of joins goes as one call of the values concatenated, their count, and
 // the user ids one a line when every join of the run is a plain one (see
-// group.args and lua/join.lua).
+// concatArgs and lua/join.lua).
 func joinArgv(user string, o JoinOptions) []any {
 	switch {
 	case o.PriorityCode != "" || o.Priority || o.Device != "":
