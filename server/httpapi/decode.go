@@ -17,18 +17,27 @@ import (
 // MaxBody is the largest request body accepted (API.md: 64 KiB).
 const MaxBody = 64 << 10
 
-const bodyKey = "rushline.body"
-
 // readBody reads the whole body before anything else, so an oversize body
-// is refused with 413 ahead of every check but the rate limit.
+// is refused with 413 ahead of every check but the rate limit. The body
+// then stays in the request as a readBuffer, where requestBody finds it.
 func readBody(c *gin.Context) error {
 	if c.Request.Body == nil || c.Request.Method == http.MethodGet {
 		return nil
 	}
-	if c.Request.ContentLength > MaxBody {
+	n := c.Request.ContentLength
+	if n > MaxBody {
 		return queue.Errorf(queue.CodeBodyTooLarge, "the request body is over %d bytes", MaxBody)
 	}
-	b, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBody))
+	var b []byte
+	var err error
+	if n >= 0 {
+		// net/http stops a body of known length at its length: one read
+		// into a buffer of that size, none grown on the way.
+		b = make([]byte, n)
+		_, err = io.ReadFull(c.Request.Body, b)
+	} else {
+		b, err = io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBody))
+	}
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return queue.Errorf(queue.CodeBodyTooLarge, "the request body is over %d bytes", MaxBody)
@@ -36,16 +45,43 @@ func readBody(c *gin.Context) error {
 	if err != nil {
 		return badRequest("could not read the request body")
 	}
-	c.Set(bodyKey, b)
+	c.Request.Body = &readBuffer{b: b}
+	return nil
+}
+
+// readBuffer is a request body readBody has read: it reads again from the
+// start, and requestBody takes its bytes as they are. Kept in the request
+// rather than in the gin context's keys, which would cost a map per request.
+type readBuffer struct {
+	b   []byte
+	off int
+}
+
+// Read reads the body from where the last read ended.
+func (r *readBuffer) Read(p []byte) (int, error) {
+	if r.off >= len(r.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.b[r.off:])
+	r.off += n
+	return n, nil
+}
+
+// Close does nothing: the bytes are in memory.
+func (r *readBuffer) Close() error { return nil }
+
+// requestBody is the body readBody read, nil when it read none.
+func requestBody(c *gin.Context) []byte {
+	if r, ok := c.Request.Body.(*readBuffer); ok {
+		return r.b
+	}
 	return nil
 }
 
 // decode parses the request body, read by readBody, into v: one JSON object
 // with known fields of the right types and nothing after it.
 func decode(c *gin.Context, v any) error {
-	raw, _ := c.Get(bodyKey)
-	b, _ := raw.([]byte)
-	b = bytes.TrimSpace(b)
+	b := bytes.TrimSpace(requestBody(c))
 	if len(b) == 0 || b[0] != '{' {
 		return badRequest("the request body must be a JSON object")
 	}

@@ -57,7 +57,8 @@ var requestBodies = []struct {
 // decodeBytes runs decode on b as the body of a request.
 func decodeBytes(b []byte, v any) error {
 	c, _ := gin.CreateTestContext(httptest.NewRecorder())
-	c.Set(bodyKey, b)
+	c.Request = httptest.NewRequest(http.MethodPost, "/", nil)
+	c.Request.Body = &readBuffer{b: b}
 	return decode(c, v)
 }
 

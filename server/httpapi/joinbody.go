@@ -32,9 +32,7 @@ var (
 // anything else goes through decode, which takes or refuses it and words
 // the error, so the answers are decode's (TestJoinBodyMatchesDecode).
 func decodeJoin(c *gin.Context, req *joinRequest) error {
-	raw, _ := c.Get(bodyKey)
-	b, _ := raw.([]byte)
-	if scanJoin(bytes.TrimSpace(b), req) {
+	if scanJoin(bytes.TrimSpace(requestBody(c)), req) {
 		return nil
 	}
 	*req = joinRequest{}
