@@ -480,17 +480,26 @@ func (s *Store) CrowdFloor(ctx context.Context, eventID, prefix string) (int64, 
 		return 0, unavailable("crowd floor", err)
 	}
 	// LIKE's wildcards in prefix only widen the match; CutPrefix decides.
-	var users []string
-	err = s.db.WithContext(ctx).Model(&Entry{}).Where("event_id = ? AND user_id LIKE ?", eventID, prefix+"%").
-		Distinct().Pluck("user_id", &users).Error
+	// The rows stream by: one scan of the event's entries, nothing sorted
+	// or held (a resumed drop's crowd may be a million users).
+	rows, err := s.db.WithContext(ctx).Model(&Entry{}).Where("event_id = ? AND user_id LIKE ?", eventID, prefix+"%").
+		Select("user_id").Rows()
 	if err != nil {
 		return 0, unavailable("crowd floor", err)
 	}
-	for _, u := range users {
+	defer rows.Close()
+	var u string
+	for rows.Next() {
+		if err := rows.Scan(&u); err != nil {
+			return 0, unavailable("crowd floor", err)
+		}
 		rest, ok := strings.CutPrefix(u, prefix)
 		if k, err := strconv.ParseInt(rest, 10, 64); ok && err == nil {
 			floor = max(floor, k+1)
 		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, unavailable("crowd floor", err)
 	}
 	return floor, nil
 }

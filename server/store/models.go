@@ -105,9 +105,9 @@ func (r EventRow) Event() queue.Event {
 // Entry is a row of the entries table: the latest known state of one queue
 // token, folded from its stream records.
 type Entry struct {
-	EventID  string         `gorm:"column:event_id;primaryKey;index:idx_entries_event_user,priority:1"`
+	EventID  string         `gorm:"column:event_id;primaryKey"`
 	Seq      int64          `gorm:"column:seq;primaryKey;autoIncrement:false"`
-	UserID   string         `gorm:"column:user_id;not null;index:idx_entries_event_user,priority:2"`
+	UserID   string         `gorm:"column:user_id;not null"`
 	UserType queue.UserType `gorm:"column:user_type;not null"`
 	Status   queue.Status   `gorm:"column:status;not null"`
 	// StatusAt is the time of the record that set Status.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -175,6 +176,65 @@ func TestOpenErrors(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "s3cret") {
 				t.Fatalf("error shows the password: %v", err)
+			}
+		})
+	}
+}
+
+// TestOpenDropsOldIndexes: an index an earlier version made and this one
+// no longer wants (idx_entries_event_user) is gone once Open migrates.
+func TestOpenDropsOldIndexes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		dialect, driver, count string
+		url                    func(t *testing.T) string
+	}{
+		{store.DialectSQLite, "sqlite3", "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = $1",
+			func(t *testing.T) string { return filepath.Join(t.TempDir(), "old.db") }},
+		{store.DialectPostgres, "pgx", "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1",
+			func(t *testing.T) string { return storetest.MustPostgresSchema(t) }},
+	} {
+		t.Run(tc.dialect, func(t *testing.T) {
+			t.Parallel()
+			dsn := tc.url(t)
+			storeURL := dsn
+			if tc.dialect == store.DialectSQLite {
+				storeURL = "sqlite:" + dsn
+			}
+			open := func() {
+				t.Helper()
+				s, err := store.Open(t.Context(), storeURL, t.TempDir())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			open()
+			db, err := sql.Open(tc.driver, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			count := func() int {
+				t.Helper()
+				var n int
+				if err := db.QueryRowContext(t.Context(), tc.count, "idx_entries_event_user").Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			// As the earlier version made it.
+			if _, err := db.ExecContext(t.Context(), "CREATE INDEX idx_entries_event_user ON entries (event_id, user_id)"); err != nil {
+				t.Fatal(err)
+			}
+			if n := count(); n != 1 {
+				t.Fatalf("the old index is not there to drop: %d", n)
+			}
+			open()
+			if n := count(); n != 0 {
+				t.Errorf("after Open the old index is still there (%d)", n)
 			}
 		})
 	}
