@@ -65,3 +65,41 @@ func TestFiguresByRound(t *testing.T) {
 		})
 	}
 }
+
+// TestRoundMedians: the CPU targets take the rounds' median, and a ratio
+// of two servers the median of the rounds' ratios, falling back on the
+// sums when the rounds do not pair up.
+func TestRoundMedians(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		a, b       LoadFigures
+		redis, srv float64
+	}{
+		{"one round: the sums",
+			LoadFigures{ServerCPU: 60, RedisCPU: 9}, LoadFigures{ServerCPU: 40, RedisCPU: 3}, 9, 1.5},
+		{"odd rounds: the middle one, not the slow one",
+			LoadFigures{ServerCPU: 70, RedisCPU: 9, ServerCPURounds: []float64{50, 100, 60}, RedisCPURounds: []float64{7, 13, 6}},
+			LoadFigures{ServerCPU: 40, ServerCPURounds: []float64{40, 40, 40}}, 7, 1.5},
+		{"even rounds: the mean of the middle two",
+			LoadFigures{ServerCPURounds: []float64{40, 60, 80, 100}, RedisCPURounds: []float64{8, 4, 6, 10}},
+			LoadFigures{ServerCPURounds: []float64{40, 40, 40, 40}}, 7, 1.75},
+		{"paired by round: a slow machine in one round cancels",
+			LoadFigures{ServerCPURounds: []float64{60, 90, 60}, RedisCPURounds: []float64{5, 5, 5}},
+			LoadFigures{ServerCPURounds: []float64{40, 60, 40}}, 5, 1.5},
+		{"rounds that do not pair up: the sums",
+			LoadFigures{ServerCPU: 66, ServerCPURounds: []float64{60, 72}},
+			LoadFigures{ServerCPU: 33, ServerCPURounds: []float64{30, 30, 39}}, 0, 2},
+		{"a round with no CPU to divide by: the sums",
+			LoadFigures{ServerCPU: 50, ServerCPURounds: []float64{50, 50}},
+			LoadFigures{ServerCPU: 25, ServerCPURounds: []float64{0, 50}}, 0, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.a.RedisCPUMedian(); got != tc.redis {
+				t.Errorf("RedisCPUMedian = %v, want %v", got, tc.redis)
+			}
+			if got := tc.a.ServerCPUOver(tc.b); got != tc.srv {
+				t.Errorf("ServerCPUOver = %v, want %v", got, tc.srv)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -35,6 +36,59 @@ type LoadFigures struct {
 	// they swing from round to round on the same build.
 	ServerCPURounds []float64 `json:"server_cpu_us_rounds,omitempty"`
 	RedisCPURounds  []float64 `json:"redis_cpu_us_rounds,omitempty"`
+}
+
+// RedisCPUMedian is the median over the rounds of Redis CPU per request,
+// RedisCPU when one round ran. The targets take it: on a shared machine one
+// slow round moves a sum but not a median.
+func (f LoadFigures) RedisCPUMedian() float64 {
+	if len(f.RedisCPURounds) == 0 {
+		return f.RedisCPU
+	}
+	return median(f.RedisCPURounds)
+}
+
+// ServerCPUOver is f's server CPU per request over g's: the median of the
+// two's ratio round by round (the servers take turns within a round, so
+// each pair ran minutes apart at most), or the ratio of the sums when they
+// did not run the same number of rounds.
+func (f LoadFigures) ServerCPUOver(g LoadFigures) float64 {
+	return roundRatio(f.ServerCPURounds, g.ServerCPURounds, f.ServerCPU, g.ServerCPU)
+}
+
+// RedisCPUOver is as ServerCPUOver, for Redis CPU per request.
+func (f LoadFigures) RedisCPUOver(g LoadFigures) float64 {
+	return roundRatio(f.RedisCPURounds, g.RedisCPURounds, f.RedisCPU, g.RedisCPU)
+}
+
+// roundRatio is the median of a[i] / b[i], or sumA / sumB when the rounds do
+// not pair up; 0 when a denominator is 0.
+func roundRatio(a, b []float64, sumA, sumB float64) float64 {
+	if len(a) == 0 || len(a) != len(b) || slices.Contains(b, 0) {
+		if sumB == 0 {
+			return 0
+		}
+		return sumA / sumB
+	}
+	r := make([]float64, len(a))
+	for i := range a {
+		r[i] = a[i] / b[i]
+	}
+	return median(r)
+}
+
+// median is the middle value of xs (the mean of the middle two for an even
+// count), 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	m := len(s) / 2
+	if len(s)%2 == 0 {
+		return (s[m-1] + s[m]) / 2
+	}
+	return s[m]
 }
 
 // load is one vegeta attack by a fixed number of workers at maximum rate: a

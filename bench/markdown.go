@@ -26,7 +26,8 @@ func setupLine(r *Result) string {
 			"the people are simulated over HTTP and SSE by the bench on the same machine.", r.CPUs, r.Go, r.RedisVersion)
 	}
 	return fmt.Sprintf("%d CPUs, %s, Redis %s. %d closed-loop connections; each HTTP figure sums %d round(s) of %s s, "+
-		"the servers taking turns. The load generator, both servers and Redis share the machine.",
+		"the servers taking turns; the CPU targets and ceilings take the rounds' median (see Round to round). "+
+		"The load generator, both servers and Redis share the machine.",
 		r.CPUs, r.Go, r.RedisVersion, r.Settings.Connections, max(r.Settings.Rounds, 1), num(r.Settings.DurationS))
 }
 
@@ -152,15 +153,17 @@ func Markdown(w io.Writer, r *Result) error {
 	var rounds strings.Builder
 	for _, h := range r.HTTP {
 		if len(h.RedisCPURounds) > 0 {
-			fmt.Fprintf(&rounds, "| %s | %s | %s | %s | %s |\n", h.Server, h.Op, SizeLabel(h.Waiting),
-				joinNums(h.ServerCPURounds), joinNums(h.RedisCPURounds))
+			fmt.Fprintf(&rounds, "| %s | %s | %s | %s | %s | %s | %s |\n", h.Server, h.Op, SizeLabel(h.Waiting),
+				joinNums(h.ServerCPURounds), num(median(h.ServerCPURounds)), joinNums(h.RedisCPURounds), num(h.RedisCPUMedian()))
 		}
 	}
 	if rounds.Len() > 0 {
 		b.WriteString("\n## Round to round\n\n" +
-			"The figures above sum the rounds of each load; here is each round alone, in the order they ran. " +
-			"Rounds of one build under one load differ only by what else the machine did: their spread is the measurement's noise.\n\n" +
-			"| server | op | waiting | server CPU µs per request | Redis CPU µs per request |\n|---|---|---:|---:|---:|\n" +
+			"The tables above sum the rounds of each load; here is each round alone, in the order they ran, and their median. " +
+			"Rounds of one build under one load differ only by what else the machine did: their spread is the measurement's noise. " +
+			"So the CPU targets and ceilings take the median: Redis CPU per request is the rounds' median, and a ratio of two servers " +
+			"the median of the round-by-round ratios (the servers take turns within a round).\n\n" +
+			"| server | op | waiting | server CPU µs per request | median | Redis CPU µs per request | median |\n|---|---|---:|---:|---:|---:|---:|\n" +
 			rounds.String())
 	}
 

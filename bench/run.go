@@ -67,7 +67,7 @@ func DefaultRunConfig() RunConfig {
 	return RunConfig{
 		ServerBin: "bin/rushline-server", NaiveCmd: []string{"bin/rushline-bench", "naive"},
 		RedisBenchmarkBin: "redis-benchmark", Sizes: []int{1000, 100_000, 1_000_000},
-		Duration: 5 * time.Second, Rounds: 3, Connections: 64, RedisBenchmarkRequests: 100_000,
+		Duration: 5 * time.Second, Rounds: 5, Connections: 64, RedisBenchmarkRequests: 100_000,
 		AdmissionWaiting: 200_000, AdmissionBatch: 10_000, Streams: 10_000, PushQuiet: 2 * time.Second,
 		Drop: DefaultDropConfig(), Host: host,
 	}
