@@ -102,4 +102,10 @@ func TestRoundMedians(t *testing.T) {
 			}
 		})
 	}
+	// Server and Redis together, round by round: (50+10)/(40+0), (90+30)/(40+20), (60+5)/(50+0).
+	a := LoadFigures{ServerCPURounds: []float64{50, 90, 60}, RedisCPURounds: []float64{10, 30, 5}}
+	b := LoadFigures{ServerCPURounds: []float64{40, 40, 50}, RedisCPURounds: []float64{0, 20, 0}}
+	if got := a.ServerRedisCPUOver(b); got != 1.5 {
+		t.Errorf("ServerRedisCPUOver = %v, want 1.5", got)
+	}
 }

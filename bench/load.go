@@ -61,6 +61,26 @@ func (f LoadFigures) RedisCPUOver(g LoadFigures) float64 {
 	return roundRatio(f.RedisCPURounds, g.RedisCPURounds, f.RedisCPU, g.RedisCPU)
 }
 
+// ServerRedisCPUOver is as ServerCPUOver, for server and Redis CPU per
+// request together.
+func (f LoadFigures) ServerRedisCPUOver(g LoadFigures) float64 {
+	return roundRatio(addRounds(f.ServerCPURounds, f.RedisCPURounds), addRounds(g.ServerCPURounds, g.RedisCPURounds),
+		f.ServerCPU+f.RedisCPU, g.ServerCPU+g.RedisCPU)
+}
+
+// addRounds adds two lists of rounds element by element; nil unless they
+// are as long.
+func addRounds(a, b []float64) []float64 {
+	if len(a) != len(b) {
+		return nil
+	}
+	s := make([]float64, len(a))
+	for i := range a {
+		s[i] = a[i] + b[i]
+	}
+	return s
+}
+
 // roundRatio is the median of a[i] / b[i], or sumA / sumB when the rounds do
 // not pair up; 0 when a denominator is 0.
 func roundRatio(a, b []float64, sumA, sumB float64) float64 {

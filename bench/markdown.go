@@ -161,8 +161,9 @@ func Markdown(w io.Writer, r *Result) error {
 		b.WriteString("\n## Round to round\n\n" +
 			"The tables above sum the rounds of each load; here is each round alone, in the order they ran, and their median. " +
 			"Rounds of one build under one load differ only by what else the machine did: their spread is the measurement's noise. " +
-			"So the CPU targets and ceilings take the median: Redis CPU per request is the rounds' median, and a ratio of two servers " +
-			"the median of the round-by-round ratios (the servers take turns within a round).\n\n" +
+			"So the CPU figures in the targets take the median: Redis CPU per request (and so one event's ceiling) is the rounds' median, " +
+			"and every CPU ratio of two servers the median of the round-by-round ratios (the servers take turns within a round); " +
+			"throughput and p99 ratios stay over every request of every round.\n\n" +
 			"| server | op | waiting | server CPU µs per request | median | Redis CPU µs per request | median |\n|---|---|---:|---:|---:|---:|---:|\n" +
 			rounds.String())
 	}

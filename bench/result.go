@@ -209,8 +209,7 @@ func (r *Result) ComputeRatios() {
 		if ok1 && ok2 {
 			add("join rushline/naive"+at, ours.RPS, base.RPS, TargetJoinRatio, false)
 			add("join p99 rushline/naive"+at, ours.P99, base.P99, 1, true)
-			add("join server+Redis CPU per request rushline/naive"+at, ours.ServerCPU+ours.RedisCPU,
-				base.ServerCPU+base.RedisCPU, 0, true)
+			add("join server+Redis CPU per request rushline/naive"+at, ours.ServerRedisCPUOver(base.LoadFigures), 1, 0, true)
 			// The same Redis, the same run: steadier than the µs, which
 			// follow the machine's speed.
 			add("join Redis CPU per request rushline/naive"+at, ours.RedisCPUOver(base.LoadFigures), 1, 0, true)
@@ -232,8 +231,7 @@ func (r *Result) ComputeRatios() {
 			}
 			add("status rushline/naive"+at, ours.RPS, base.RPS, target, false)
 			add("status p99 rushline/naive"+at, ours.P99, base.P99, 0, true)
-			add("status server+Redis CPU per request rushline/naive"+at, ours.ServerCPU+ours.RedisCPU,
-				base.ServerCPU+base.RedisCPU, 0, true)
+			add("status server+Redis CPU per request rushline/naive"+at, ours.ServerRedisCPUOver(base.LoadFigures), 1, 0, true)
 			add("status Redis CPU per request rushline/naive"+at, ours.RedisCPUOver(base.LoadFigures), 1, 0, true)
 		}
 	}

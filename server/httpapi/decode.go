@@ -17,6 +17,10 @@ import (
 // MaxBody is the largest request body accepted (API.md: 64 KiB).
 const MaxBody = 64 << 10
 
+// smallBody is the largest body readBody reads into a buffer of the size
+// the request announces (a join's is under 200 bytes).
+const smallBody = 4 << 10
+
 // readBody reads the whole body before anything else, so an oversize body
 // is refused with 413 ahead of every check but the rate limit. The body
 // then stays in the request as a readBuffer, where requestBody finds it.
@@ -30,9 +34,11 @@ func readBody(c *gin.Context) error {
 	}
 	var b []byte
 	var err error
-	if n >= 0 {
+	if n >= 0 && n <= smallBody {
 		// net/http stops a body of known length at its length: one read
-		// into a buffer of that size, none grown on the way.
+		// into a buffer of that size, none grown on the way. Only for
+		// small ones: a larger buffer grows with what arrives, so that
+		// slow clients cannot hold 64 KiB each by announcing it.
 		b = make([]byte, n)
 		_, err = io.ReadFull(c.Request.Body, b)
 	} else {

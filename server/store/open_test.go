@@ -239,3 +239,50 @@ func TestOpenDropsOldIndexes(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenDropsOnlyItsOwnIndex: on PostgreSQL the old index goes from the
+// store's schema (the first of search_path) alone; another install's
+// index of the same name further along search_path stays.
+func TestOpenDropsOnlyItsOwnIndex(t *testing.T) {
+	t.Parallel()
+	mine, err := url.Parse(storetest.MustPostgresSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := url.Parse(storetest.MustPostgresSchema(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherSchema := other.Query().Get("search_path")
+	db, err := sql.Open("pgx", other.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, stmt := range []string{
+		"CREATE TABLE entries (event_id text, seq bigint, user_id text)",
+		"CREATE INDEX idx_entries_event_user ON entries (event_id, user_id)",
+	} {
+		if _, err := db.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := mine.Query()
+	q.Set("search_path", q.Get("search_path")+","+otherSchema)
+	mine.RawQuery = q.Encode()
+	s, err := store.Open(t.Context(), mine.String(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
+		otherSchema, "idx_entries_event_user").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("the other schema's index is gone (%d left)", n)
+	}
+}

@@ -57,7 +57,10 @@ const migrateLockKey = 0x72757368 // "rush"
 type Store struct {
 	db      *gorm.DB
 	dialect string
-	stmts   stmtCache
+	// log takes what goes wrong in the background (WithRetry's logger, or
+	// slog's default).
+	log   *slog.Logger
+	stmts stmtCache
 	// ready is set once the database answered and holds the schema.
 	ready atomic.Bool
 	// stop ends the background connect of WithRetry; done closes when it has.
@@ -127,7 +130,10 @@ func Open(ctx context.Context, databaseURL, dataDir string, opts ...OpenOption) 
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}
-	s := &Store{db: db, dialect: dialect}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	s := &Store{db: db, dialect: dialect, log: o.log}
 	if err := s.gate(); err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}
@@ -138,9 +144,6 @@ func Open(ctx context.Context, databaseURL, dataDir string, opts ...OpenOption) 
 			return nil, err
 		}
 		return s, nil
-	}
-	if o.log == nil {
-		o.log = slog.Default()
 	}
 	o.log.Warn("database not reachable; retrying in the background, meanwhile what needs it answers 503",
 		"dialect", dialect, "every", o.retry, "err", err)
@@ -213,41 +216,72 @@ func (s *Store) retry(ctx context.Context, every time.Duration, log *slog.Logger
 
 // droppedIndexes are indexes earlier versions made that AutoMigrate, which
 // only adds, leaves in place. idx_entries_event_user (entries by event and
-// user) served no query but CrowdFloor's, which reads every user of an
-// event at a drop's resume and scans as well without it, while every join's
-// entries row paid for it: a random insert into a B-tree as large as the
-// table, about 45% of SQLite's CPU per joined record (BenchmarkWriteJoins:
-// 3.2 against 1.8 µs over 400,000 rows).
+// user) served no query but CrowdFloor's, run once at a drop's resume, while
+// every join's entries row paid for it: a random insert into a B-tree as
+// large as the table, about 45% of SQLite's CPU per joined record
+// (BenchmarkWriteJoins: 3.2 against 1.8 µs over 400,000 rows).
 var droppedIndexes = []string{"idx_entries_event_user"}
 
 func (s *Store) migrate(ctx context.Context) error {
 	models := []any{&EventRow{}, &Entry{}, &Transition{}, &Order{}, &PriorityGrant{}, &OrderConflict{}}
 	models = append(models, dropModels...)
 	models = append(models, &PressRow{})
-	run := func(tx *gorm.DB) error {
-		if err := tx.AutoMigrate(models...); err != nil {
-			return err
-		}
-		for _, idx := range droppedIndexes {
-			if err := tx.Exec("DROP INDEX IF EXISTS " + idx).Error; err != nil {
-				return err
-			}
-		}
-		return nil
-	}
 	db := s.db.WithContext(ctx)
 	if s.dialect != DialectPostgres {
-		return run(db)
+		if err := db.AutoMigrate(models...); err != nil {
+			return err
+		}
+		s.dropOldIndexes(ctx)
+		return nil
 	}
 	// DDL is transactional in PostgreSQL: replicas starting at once take turns
 	// instead of racing on CREATE TABLE.
-	return db.Transaction(func(tx *gorm.DB) error {
+	err := db.Transaction(func(tx *gorm.DB) error {
 		if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLockKey).Error; err != nil {
 			return err
 		}
-		return run(tx)
+		return tx.AutoMigrate(models...)
 	})
+	if err != nil {
+		return err
+	}
+	s.dropOldIndexes(ctx)
+	return nil
 }
+
+// dropOldIndexes drops droppedIndexes where they are, each on its own and
+// at best: an index only slows writes, so one that cannot go now (a role
+// that does not own it, a table busy past the lock timeout) stays, with a
+// warning, until a later start tries again. On PostgreSQL only the store's
+// own schema (current_schema, the first of search_path) is looked in, and
+// DROP INDEX, which locks the whole table, waits at most two seconds for it.
+func (s *Store) dropOldIndexes(ctx context.Context) {
+	db := s.db.WithContext(ctx)
+	for _, idx := range droppedIndexes {
+		var err error
+		if s.dialect == DialectPostgres {
+			err = db.Transaction(func(tx *gorm.DB) error {
+				var schema string
+				if err := tx.Raw("SELECT current_schema()").Scan(&schema).Error; err != nil {
+					return err
+				}
+				if err := tx.Exec("SET LOCAL lock_timeout = '2s'").Error; err != nil {
+					return err
+				}
+				return tx.Exec("DROP INDEX IF EXISTS " + quoteIdent(schema) + "." + quoteIdent(idx)).Error
+			})
+		} else {
+			err = db.Exec("DROP INDEX IF EXISTS " + quoteIdent(idx)).Error
+		}
+		if err != nil {
+			s.log.Warn("store: an index earlier versions made could not be dropped; joins write more slowly until it is",
+				"index", idx, "err", err)
+		}
+	}
+}
+
+// quoteIdent quotes an SQL identifier, as both dialects read it.
+func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 // Close stops connecting in the background and closes the database connections.
 func (s *Store) Close() error {
