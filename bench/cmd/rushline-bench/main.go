@@ -130,7 +130,7 @@ func runCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&cfg.ServerBin, "server", cfg.ServerBin, "rushline-server binary")
 	f.StringVar(&cfg.RedisBenchmarkBin, "redis-benchmark", cfg.RedisBenchmarkBin, "redis-benchmark binary")
-	f.IntSliceVar(&cfg.Sizes, "sizes", cfg.Sizes, "line lengths (waiting users) each HTTP load starts from")
+	f.IntSliceVar(&cfg.Sizes, "sizes", cfg.Sizes, "line lengths (waiting users) each HTTP load starts from (its first round: later rounds go on with the line the last left)")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of one round of each HTTP load")
 	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds of each HTTP load, the servers taking turns")
 	f.IntVar(&cfg.Connections, "connections", cfg.Connections, "closed-loop clients, for HTTP and redis-benchmark")
