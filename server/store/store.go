@@ -227,21 +227,19 @@ func (s *Store) migrate(ctx context.Context) error {
 	models = append(models, dropModels...)
 	models = append(models, &PressRow{})
 	db := s.db.WithContext(ctx)
+	var err error
 	if s.dialect != DialectPostgres {
-		if err := db.AutoMigrate(models...); err != nil {
-			return err
-		}
-		s.dropOldIndexes(ctx)
-		return nil
+		err = db.AutoMigrate(models...)
+	} else {
+		// DDL is transactional in PostgreSQL: replicas starting at once take
+		// turns instead of racing on CREATE TABLE.
+		err = db.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLockKey).Error; err != nil {
+				return err
+			}
+			return tx.AutoMigrate(models...)
+		})
 	}
-	// DDL is transactional in PostgreSQL: replicas starting at once take turns
-	// instead of racing on CREATE TABLE.
-	err := db.Transaction(func(tx *gorm.DB) error {
-		if err := tx.Exec("SELECT pg_advisory_xact_lock(?)", migrateLockKey).Error; err != nil {
-			return err
-		}
-		return tx.AutoMigrate(models...)
-	})
 	if err != nil {
 		return err
 	}
