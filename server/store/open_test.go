@@ -242,47 +242,114 @@ func TestOpenDropsOldIndexes(t *testing.T) {
 
 // TestOpenDropsOnlyItsOwnIndex: on PostgreSQL the old index goes from the
 // store's schema (the first of search_path) alone; another install's
-// index of the same name further along search_path stays.
+// index of the same name further along search_path stays, whether or not
+// the store's own schema holds one.
 func TestOpenDropsOnlyItsOwnIndex(t *testing.T) {
 	t.Parallel()
-	mine, err := url.Parse(storetest.MustPostgresSchema(t))
-	if err != nil {
-		t.Fatal(err)
+	mine, other := storetest.MustPostgresSchema(t), storetest.MustPostgresSchema(t)
+	dbs, schemas := make([]*sql.DB, 2), make([]string, 2)
+	for i, dsn := range []string{mine, other} {
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.QueryRowContext(t.Context(), "SELECT current_schema()").Scan(&schemas[i]); err != nil {
+			t.Fatal(err)
+		}
+		dbs[i] = db
 	}
-	other, err := url.Parse(storetest.MustPostgresSchema(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherSchema := other.Query().Get("search_path")
-	db, err := sql.Open("pgx", other.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	for _, stmt := range []string{
-		"CREATE TABLE entries (event_id text, seq bigint, user_id text)",
-		"CREATE INDEX idx_entries_event_user ON entries (event_id, user_id)",
-	} {
+	mustExec := func(db *sql.DB, stmt string) {
+		t.Helper()
 		if _, err := db.ExecContext(t.Context(), stmt); err != nil {
 			t.Fatal(err)
 		}
 	}
-	q := mine.Query()
-	q.Set("search_path", q.Get("search_path")+","+otherSchema)
-	mine.RawQuery = q.Encode()
-	s, err := store.Open(t.Context(), mine.String(), t.TempDir())
+	mustExec(dbs[1], "CREATE TABLE entries (event_id text, seq bigint, user_id text, PRIMARY KEY (event_id, seq))")
+	mustExec(dbs[1], "CREATE INDEX idx_entries_event_user ON entries (event_id, user_id)")
+	// mine's DSN with both schemas on its search_path, mine first: its
+	// search_path parameter, in a URL or a key=value DSN, is the last.
+	both := strings.Replace(mine, schemas[0], schemas[0]+","+schemas[1], 1)
+	if both == mine {
+		t.Fatalf("no schema %s in %q", schemas[0], mine)
+	}
+	open := func(stage string) {
+		t.Helper()
+		s, err := store.Open(t.Context(), both, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []int{0, 1} {
+			var n int
+			if err := dbs[1].QueryRowContext(t.Context(), "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
+				schemas[i], "idx_entries_event_user").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != want {
+				t.Errorf("%s: schema %d of search_path (%s) holds the old index %d times, want %d", stage, i+1, schemas[i], n, want)
+			}
+		}
+	}
+	open("the store's schema new")
+	mustExec(dbs[0], "CREATE INDEX idx_entries_event_user ON entries (event_id, user_id)")
+	open("both schemas with the index")
+}
+
+// TestOpenLeavesALockedOldIndex: SQLite held by another writer cannot drop
+// the old index; Open still succeeds (the drop gives up, with a warning),
+// and the next Open, free of it, drops it.
+func TestOpenLeavesALockedOldIndex(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "held.db")
+	open := func() {
+		t.Helper()
+		s, err := store.Open(t.Context(), "sqlite:"+file, t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open()
+	db, err := sql.Open("sqlite3", file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Close(); err != nil {
+	defer db.Close()
+	count := func() int {
+		t.Helper()
+		var n int
+		if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'idx_entries_event_user'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if _, err := db.ExecContext(t.Context(), "CREATE INDEX idx_entries_event_user ON entries (event_id, user_id)"); err != nil {
 		t.Fatal(err)
 	}
-	var n int
-	if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = $2",
-		otherSchema, "idx_entries_event_user").Scan(&n); err != nil {
+	holder, err := db.Conn(t.Context())
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 {
-		t.Errorf("the other schema's index is gone (%d left)", n)
+	if _, err := holder.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	open()
+	if _, err := holder.ExecContext(t.Context(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != 1 {
+		t.Fatalf("the old index went while another writer held the file (%d left)", n)
+	}
+	open()
+	if n := count(); n != 0 {
+		t.Errorf("after the writer let go, Open left the old index (%d)", n)
 	}
 }

@@ -57,8 +57,8 @@ const migrateLockKey = 0x72757368 // "rush"
 type Store struct {
 	db      *gorm.DB
 	dialect string
-	// log takes what goes wrong in the background (WithRetry's logger, or
-	// slog's default).
+	// log takes the store's own warnings (WithRetry's logger, or slog's
+	// default).
 	log   *slog.Logger
 	stmts stmtCache
 	// ready is set once the database answered and holds the schema.
@@ -94,7 +94,9 @@ func WithRetry(every time.Duration, log *slog.Logger) OpenOption {
 //     URI is handed to SQLite as it is.
 //
 // SQLite runs in WAL mode with a busy timeout. Only failed statements are
-// logged, through slog.Default, without their arguments. A database that
+// logged, through slog.Default, without their arguments; an old index that
+// cannot be dropped (see dropOldIndexes) is a warning on WithRetry's logger
+// or slog.Default. A database that
 // does not answer, or whose schema cannot be made, fails Open unless
 // WithRetry is given.
 func Open(ctx context.Context, databaseURL, dataDir string, opts ...OpenOption) (*Store, error) {
@@ -248,13 +250,18 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 // dropOldIndexes drops droppedIndexes where they are, each on its own and
-// at best: an index only slows writes, so one that cannot go now (a role
-// that does not own it, a table busy past the lock timeout) stays, with a
-// warning, until a later start tries again. On PostgreSQL only the store's
-// own schema (current_schema, the first of search_path) is looked in, and
-// DROP INDEX, which locks the whole table, waits at most two seconds for it.
+// at best: an index only slows writes, so one that cannot go within two
+// seconds (a role that does not own it, a table or database file another
+// holds) stays, with one warning, until a later start tries again. On
+// PostgreSQL only the store's own schema is looked in (current_schema: the
+// first schema of search_path that exists), and DROP INDEX, which locks the
+// whole table, waits at most two seconds for that lock.
 func (s *Store) dropOldIndexes(ctx context.Context) {
-	db := s.db.WithContext(ctx)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	// The warning below says it once; the statement's own failure is not
+	// logged again.
+	db := s.db.Session(&gorm.Session{Context: ctx, Logger: logger.Discard})
 	for _, idx := range droppedIndexes {
 		var err error
 		if s.dialect == DialectPostgres {
@@ -269,13 +276,38 @@ func (s *Store) dropOldIndexes(ctx context.Context) {
 				return tx.Exec("DROP INDEX IF EXISTS " + quoteIdent(schema) + "." + quoteIdent(idx)).Error
 			})
 		} else {
-			err = db.Exec("DROP INDEX IF EXISTS " + quoteIdent(idx)).Error
+			err = s.dropSQLiteIndex(ctx, idx)
 		}
 		if err != nil {
 			s.log.Warn("store: an index earlier versions made could not be dropped; joins write more slowly until it is",
 				"index", idx, "err", err)
 		}
 	}
+}
+
+// dropSQLiteIndex drops idx on one connection whose busy timeout is two
+// seconds for the while (a cancelled context does not cut SQLite's wait for
+// a lock another process holds), then as it was.
+func (s *Store) dropSQLiteIndex(ctx context.Context, idx string) error {
+	pool, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	var was int64
+	if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&was); err != nil {
+		return err
+	}
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 2000"); err != nil {
+		return err
+	}
+	_, err = conn.ExecContext(ctx, "DROP INDEX IF EXISTS "+quoteIdent(idx))
+	_, reset := conn.ExecContext(context.WithoutCancel(ctx), fmt.Sprintf("PRAGMA busy_timeout = %d", was))
+	return errors.Join(err, reset)
 }
 
 // quoteIdent quotes an SQL identifier, as both dialects read it.
