@@ -177,6 +177,8 @@ func lookupParts(b []byte) (user string, seq int64, ok bool) {
 		n, head = int(b[1]), 2
 	case t == 0xda && len(b) >= 3:
 		n, head = int(binary.BigEndian.Uint16(b[1:])), 3
+	case t == 0xdb && len(b) >= 5:
+		n, head = int(binary.BigEndian.Uint32(b[1:])), 5
 	default:
 		return "", 0, false
 	}

@@ -111,6 +111,7 @@ var lookupCases = []struct {
 	{"str8 edge and uint32 edge", strings.Repeat("c", 255), 1<<32 - 1},
 	{"str16 and uint64", strings.Repeat("d", 256), 1 << 32},
 	{"VIRTUAL id and a large seq", "VIRTUAL:bot-7", 1 << 50},
+	{"str32", strings.Repeat("e", 1<<16), 5},
 }
 
 func mustUnpackLookups(t *testing.T, rdb redis.UniversalClient) {
