@@ -24,10 +24,11 @@ type tokenCodec struct {
 	macs *sync.Pool
 }
 
-// macState is a keyed HMAC and its input buffer.
+// macState is a keyed HMAC, its input buffer and room for its sum.
 type macState struct {
 	h   hash.Hash
 	buf []byte
+	sum [sha256.Size]byte
 }
 
 func newTokenCodec(key []byte) tokenCodec {
@@ -44,17 +45,22 @@ func (c tokenCodec) mac(dst []byte, eventID string, payload []byte) []byte {
 	m.h.Reset()
 	m.buf = append(append(append(m.buf[:0], eventID...), 0), payload...)
 	m.h.Write(m.buf)
-	var sum [sha256.Size]byte
-	dst = append(dst, m.h.Sum(sum[:0])[:tokenMACLen]...)
+	dst = append(dst, m.h.Sum(m.sum[:0])[:tokenMACLen]...)
 	c.macs.Put(m)
 	return dst
 }
 
 // Mint returns the token of attempt seq by userID in eventID: the payload
-// and the MAC, each base64url, joined by a dot, built in one buffer.
+// and the MAC, each base64url, joined by a dot. They are built in one buffer,
+// on the stack unless the user id is long, so the token string is the one
+// allocation.
 func (c tokenCodec) Mint(eventID string, seq int64, userID string) string {
 	// Room for the raw payload and MAC, then their encoding after them.
-	buf := make([]byte, 0, 3*(binary.MaxVarintLen64+len(userID))+2*tokenMACLen+8)
+	var room [mintRoom]byte
+	buf := room[:0]
+	if n := 3*(binary.MaxVarintLen64+len(userID)) + 2*tokenMACLen + 8; n > mintRoom {
+		buf = make([]byte, 0, n)
+	}
 	buf = binary.AppendUvarint(buf, uint64(seq))
 	buf = append(buf, userID...)
 	buf = c.mac(buf, eventID, buf)
@@ -67,6 +73,10 @@ func (c tokenCodec) Mint(eventID string, seq int64, userID string) string {
 	b.Write(enc)
 	return b.String()
 }
+
+// mintRoom is the stack buffer Mint builds a token in: user ids of up to
+// 64 bytes fit.
+const mintRoom = 256
 
 // Open checks a token's signature for eventID and returns its attempt.
 func (c tokenCodec) Open(eventID, token string) (seq int64, userID string, ok bool) {
