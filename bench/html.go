@@ -26,8 +26,8 @@ type htmlCeiling struct{ Op, Waiting, Via, RedisCPU, PerS string }
 
 type htmlView struct {
 	Host, Date, Setup, Load string
-	// HTTP and Drop say which charts the page has.
-	HTTP, Drop bool
+	// HTTP, Rounds and Drop say which charts the page has.
+	HTTP, Rounds, Drop bool
 	// The drop step's section: its title, intro, figures and failed checks.
 	DropTitle, DropIntro string
 	DropRows             []htmlRatio
@@ -61,7 +61,49 @@ type chartData struct {
 		NaiveRedis     []*float64 `json:"naive_redis"`
 		RushlineRedis  []*float64 `json:"rushline_redis"`
 	} `json:"cpu"`
-	Drop *dropChart `json:"drop,omitempty"`
+	Drop   *dropChart   `json:"drop,omitempty"`
+	Rounds *roundsChart `json:"rounds,omitempty"`
+}
+
+// roundsChart is the floor's and rushline's server CPU per join at the
+// first size, round by round, on shared CPUs and (where run) pinned; nil
+// where a round is missing.
+type roundsChart struct {
+	Round          []int      `json:"round"`
+	Floor          []*float64 `json:"floor"`
+	Rushline       []*float64 `json:"rushline"`
+	FloorPinned    []*float64 `json:"floor_pinned"`
+	RushlinePinned []*float64 `json:"rushline_pinned"`
+}
+
+// roundsChart gathers the join rounds at the first size; nil with fewer
+// than two rounds of the floor and rushline on shared CPUs.
+func (r *Result) roundsChart() *roundsChart {
+	if len(r.Settings.Sizes) == 0 {
+		return nil
+	}
+	n := r.Settings.Sizes[0]
+	fl, ok1 := r.HTTPFor(ServerFloor, OpJoin, n)
+	rl, ok2 := r.HTTPFor(ServerRushline, OpJoin, n)
+	if !ok1 || !ok2 || len(fl.ServerCPURounds) < 2 || len(rl.ServerCPURounds) < 2 {
+		return nil
+	}
+	pf, _ := r.PinnedFor(ServerFloor, OpJoin, n)
+	pr, _ := r.PinnedFor(ServerRushline, OpJoin, n)
+	rounds := max(len(fl.ServerCPURounds), len(rl.ServerCPURounds), len(pf.ServerCPURounds), len(pr.ServerCPURounds))
+	at := func(xs []float64, i int) *float64 {
+		if i >= len(xs) {
+			return nil
+		}
+		return &xs[i]
+	}
+	c := &roundsChart{}
+	for i := range rounds {
+		c.Round = append(c.Round, i+1)
+		c.Floor, c.Rushline = append(c.Floor, at(fl.ServerCPURounds, i)), append(c.Rushline, at(rl.ServerCPURounds, i))
+		c.FloorPinned, c.RushlinePinned = append(c.FloorPinned, at(pf.ServerCPURounds, i)), append(c.RushlinePinned, at(pr.ServerCPURounds, i))
+	}
+	return c
 }
 
 // dropChart is the drop step's series: its progress over time from the
@@ -107,6 +149,7 @@ func (r *Result) chart() chartData {
 		d.CPU.NaiveRedis = append(d.CPU.NaiveRedis, at(ServerNaive, OpJoin, n, func(h HTTPFigures) float64 { return h.RedisCPU }))
 		d.CPU.RushlineRedis = append(d.CPU.RushlineRedis, at(ServerRushline, OpJoin, n, func(h HTTPFigures) float64 { return h.RedisCPU }))
 	}
+	d.Rounds = r.roundsChart()
 	if r.Drop != nil {
 		c := &dropChart{}
 		for _, x := range r.Drop.Timeline {
@@ -139,7 +182,8 @@ func HTML(w io.Writer, r *Result) error {
 	}
 	v := htmlView{Host: r.Host, Date: r.Date.UTC().Format("2006-01-02 15:04 UTC"), Setup: setupLine(r), Load: loadLine(r),
 		UPlotVersion: uplot.Version, UPlotCSS: template.CSS(uplot.CSS), UPlotJS: template.JS(uplot.Script()),
-		AppJS: template.JS(pageJS), Data: template.JS(data), HTTP: !r.onlyDrop(), Drop: r.Drop != nil}
+		AppJS: template.JS(pageJS), Data: template.JS(data), HTTP: !r.onlyDrop(), Rounds: r.roundsChart() != nil,
+		Drop: r.Drop != nil}
 	if d := r.Drop; d != nil {
 		v.DropTitle, v.DropIntro, v.DropRows, v.Mismatches = d.dropTitle(), d.dropIntro(), d.dropRows(), d.Mismatches
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"html"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,6 +52,34 @@ func TestHTML(t *testing.T) {
 				}
 			}
 		})
+	}
+	// The first size's join rounds, shared and pinned.
+	if d.Rounds == nil || !strings.Contains(page, `<div id="rounds">`) {
+		t.Fatal("no chart of the join rounds")
+	}
+	for _, tc := range []struct {
+		name   string
+		series []*float64
+		want   []float64
+	}{
+		{"floor", d.Rounds.Floor, []float64{35, 36, 37}},
+		{"rushline", d.Rounds.Rushline, []float64{62, 70, 75}},
+		{"floor, pinned", d.Rounds.FloorPinned, []float64{22, 23, 21}},
+		{"rushline, pinned", d.Rounds.RushlinePinned, []float64{29, 31, 27}},
+	} {
+		if len(d.Rounds.Round) != len(tc.want) || len(tc.series) != len(tc.want) {
+			t.Errorf("rounds %v, %s %d points; want %d", d.Rounds.Round, tc.name, len(tc.series), len(tc.want))
+			continue
+		}
+		for i, p := range tc.series {
+			if d.Rounds.Round[i] != i+1 || p == nil || *p != tc.want[i] {
+				t.Errorf("%s, round %d = %v, want %v", tc.name, d.Rounds.Round[i], p, tc.want[i])
+			}
+		}
+	}
+	r.Pinned = nil
+	if c := r.roundsChart(); c == nil || slices.ContainsFunc(c.FloorPinned, func(p *float64) bool { return p != nil }) {
+		t.Errorf("rounds chart without pinned loads: %+v, want the shared rounds and no pinned points", c)
 	}
 	for _, x := range r.Ratios {
 		if row := "<td>" + x.Name + "</td><td>" + num(x.Value) + "</td>"; !strings.Contains(page, row) {

@@ -46,6 +46,33 @@ func loadLine(r *Result) string {
 		num(r.LoadAvg[0]), num(r.LoadAvg[1]), r.CPUs, verdict)
 }
 
+// pinnedMarkdown writes the pinned joins' section, if the run has them.
+func pinnedMarkdown(b *strings.Builder, r *Result) {
+	if len(r.Settings.Sizes) == 0 {
+		return
+	}
+	n := r.Settings.Sizes[0]
+	fl, ok1 := r.PinnedFor(ServerFloor, OpJoin, n)
+	rl, ok2 := r.PinnedFor(ServerRushline, OpJoin, n)
+	if !ok1 || !ok2 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Servers pinned @%s: joins with each server on CPUs of its own\n\n"+
+		"The floor and rushline take joins once more, in turns, each server on CPUs that the load generator and Redis do not use. "+
+		"On shared CPUs a server also pays for the others' context switches and cold caches, the more the busier Redis is, "+
+		"and the floor has no Redis to wait for: pinned, server CPU per join is each server's own work, "+
+		"and issue 15's target (rushline ≤ %s× the floor) takes this figure, the median of the round-by-round ratios.\n\n"+
+		"| server | rps | p99 ms | server CPU µs per join, each round | median |\n|---|---:|---:|---:|---:|\n",
+		SizeLabel(n), num(TargetServerFloorRatio))
+	for _, h := range []HTTPFigures{fl, rl} {
+		rounds, mid := joinNums(h.ServerCPURounds), num(median(h.ServerCPURounds))
+		if len(h.ServerCPURounds) == 0 { // one round
+			rounds, mid = num(h.ServerCPU), num(h.ServerCPU)
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", h.Server, num(h.RPS), num(h.P99), rounds, mid)
+	}
+}
+
 // ceilingIntro says what one event's ceiling is.
 const ceilingIntro = "An event's keys share one Redis core, so whatever the replicas, one event takes at most " +
 	"1 s ÷ (Redis CPU per request): Redis CPU over the HTTP loads above, divided by the answered requests. " +
@@ -123,6 +150,8 @@ func Markdown(w io.Writer, r *Result) error {
 				"|---|---:|---:|---:|---:|---:|---:|\n%s", SizeLabel(n), floor.String())
 		}
 	}
+
+	pinnedMarkdown(&b, r)
 
 	var cpu strings.Builder
 	for _, op := range []string{OpJoin, OpStatus} {

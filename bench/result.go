@@ -27,9 +27,13 @@ type Result struct {
 	Settings       Settings         `json:"settings"`
 	RedisBenchmark []RedisBenchmark `json:"redis_benchmark"`
 	HTTP           []HTTPFigures    `json:"http"`
-	Admission      Admission        `json:"admission"`
-	Push           PushFigures      `json:"push"`
-	Memory         Memory           `json:"memory"`
+	// Pinned are the floor's and rushline's joins at the first size once
+	// more, each server on CPUs of its own (absent where the bench cannot
+	// pin, and in older files).
+	Pinned    []HTTPFigures `json:"pinned,omitempty"`
+	Admission Admission     `json:"admission"`
+	Push      PushFigures   `json:"push"`
+	Memory    Memory        `json:"memory"`
 	// Engine is the engine step's figures: joins and status reads with the
 	// engine driven in process, no HTTP (absent in older files).
 	Engine []EngineFigures `json:"engine,omitempty"`
@@ -117,7 +121,16 @@ func (r Ratio) Verdict() string {
 
 // HTTPFor returns the figures of server doing op at waiting, if measured.
 func (r *Result) HTTPFor(server, op string, waiting int) (HTTPFigures, bool) {
-	for _, h := range r.HTTP {
+	return figuresFor(r.HTTP, server, op, waiting)
+}
+
+// PinnedFor is HTTPFor over the pinned loads.
+func (r *Result) PinnedFor(server, op string, waiting int) (HTTPFigures, bool) {
+	return figuresFor(r.Pinned, server, op, waiting)
+}
+
+func figuresFor(hs []HTTPFigures, server, op string, waiting int) (HTTPFigures, bool) {
+	for _, h := range hs {
 		if h.Server == server && h.Op == op && h.Waiting == waiting {
 			return h, true
 		}
@@ -256,9 +269,23 @@ func (r *Result) ComputeRatios() {
 			if ok1 && ok2 {
 				add(op+" HTTP floor/naive @"+SizeLabel(sizes[0]), floor.RPS, base.RPS, 0, false)
 			}
-			if ours, ok := r.HTTPFor(ServerRushline, op, sizes[0]); ok1 && ok && op == OpJoin {
+			if op != OpJoin {
+				continue
+			}
+			// With the servers pinned, the target takes the pinned figure.
+			pinnedFloor, ok3 := r.PinnedFor(ServerFloor, op, sizes[0])
+			pinnedOurs, ok4 := r.PinnedFor(ServerRushline, op, sizes[0])
+			target := TargetServerFloorRatio
+			if ok3 && ok4 {
+				target = 0
+			}
+			if ours, ok := r.HTTPFor(ServerRushline, op, sizes[0]); ok1 && ok {
 				add("join server CPU per request rushline/floor @"+SizeLabel(sizes[0]), ours.ServerCPUOver(floor.LoadFigures), 1,
-					TargetServerFloorRatio, true)
+					target, true)
+			}
+			if ok3 && ok4 {
+				add("join server CPU per request rushline/floor @"+SizeLabel(sizes[0])+", servers pinned",
+					pinnedOurs.ServerCPUOver(pinnedFloor.LoadFigures), 1, TargetServerFloorRatio, true)
 			}
 		}
 	}

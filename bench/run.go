@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -49,6 +50,10 @@ type RunConfig struct {
 	// Streams is how many SSE streams the push step holds; PushQuiet as PushConfig.Quiet.
 	Streams   int
 	PushQuiet time.Duration
+	// Pin measures the floor's and rushline's server CPU per join once more,
+	// at the first size, with the servers on CPUs of their own (Linux, two
+	// CPUs or more): issue 15's server target takes that figure.
+	Pin bool
 	// Warmup is how long each server takes joins before anything is
 	// recorded; 0 is DefaultWarmup.
 	Warmup time.Duration
@@ -69,7 +74,7 @@ func DefaultRunConfig() RunConfig {
 		RedisBenchmarkBin: "redis-benchmark", Sizes: []int{1000, 100_000, 1_000_000},
 		Duration: 5 * time.Second, Rounds: 5, Connections: 64, RedisBenchmarkRequests: 100_000,
 		AdmissionWaiting: 200_000, AdmissionBatch: 10_000, Streams: 10_000, PushQuiet: 2 * time.Second,
-		Drop: DefaultDropConfig(), Host: host,
+		Drop: DefaultDropConfig(), Host: host, Pin: true,
 	}
 }
 
@@ -228,13 +233,17 @@ func (r *runner) steps() []step {
 				}
 				for _, srv := range order {
 					s = append(s, step{fmt.Sprintf("%s %s @%s for %s (round %d of %d)", srv, op, SizeLabel(n), c.Duration, round+1, c.Rounds),
-						c.Duration, func(ctx context.Context) error { return r.measure(ctx, srv, op, n) }})
+						c.Duration, func(ctx context.Context) error { return r.measure(ctx, srv, op, n, false) }})
 				}
 			}
 			for _, srv := range servers {
 				s = append(s, step{fmt.Sprintf("sum %s %s @%s", srv, op, SizeLabel(n)), 0,
 					func(context.Context) error { return r.sum(srv, op, n) }})
 			}
+		}
+		if n == c.Sizes[0] && c.Pin {
+			s = append(s, step{fmt.Sprintf("floor and rushline joins @%s, servers pinned to CPUs of their own (%d rounds)", SizeLabel(n), c.Rounds),
+				2*pinnedSettle + time.Duration(2*c.Rounds)*c.Duration, func(ctx context.Context) error { return r.pinned(ctx, n) }})
 		}
 	}
 	s = append(s, step{"server RSS; stop servers and redis", 2 * time.Second, r.stopServers})
@@ -513,21 +522,26 @@ func (r *runner) httpLoad(name string, count int, du time.Duration, target func(
 	return load{name: name, workers: r.cfg.Connections, count: count, duration: du, target: target}
 }
 
-// measure runs one timed load of op against server on the line for size.
-func (r *runner) measure(ctx context.Context, server, op string, size int) error {
+// measure runs one timed load of op against server on the line for size;
+// pinned loads (joins only) add up apart from the others.
+func (r *runner) measure(ctx context.Context, server, op string, size int, pinned bool) error {
 	srv := r.server(server)
 	base := srv.URL + "/api/v1/events/" + eventID(size) + "/queue"
+	key, bot := loadKey(server, op, size), "j"
+	if pinned {
+		key, bot = pinnedKey(server, op, size), "k"
+	}
 	var target func(uint64, *vegeta.Target)
 	switch op {
 	case OpJoin:
 		hdr := r.headers()
 		// Join bot ids stay unique over the rounds.
 		from := uint64(0)
-		if tot := r.totals[loadKey(server, op, size)]; tot != nil {
+		if tot := r.totals[key]; tot != nil {
 			from = tot.m.Requests
 		}
 		target = func(i uint64, t *vegeta.Target) {
-			postTarget(t, base, hdr, fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":"j%d"}`, from+i))
+			postTarget(t, base, hdr, fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":"%s%d"}`, bot, from+i))
 		}
 	case OpStatus:
 		from := server
@@ -540,7 +554,6 @@ func (r *runner) measure(ctx context.Context, server, op string, size int) error
 			t.Method, t.URL, t.Header, t.Body = http.MethodGet, base+"/"+tokens[i%uint64(len(tokens))], hdr, nil
 		}
 	}
-	key := loadKey(server, op, size)
 	if r.totals[key] == nil {
 		r.totals[key] = &loadTotals{}
 	}
@@ -549,6 +562,55 @@ func (r *runner) measure(ctx context.Context, server, op string, size int) error
 }
 
 func loadKey(server, op string, size int) string { return fmt.Sprint(server, op, size) }
+
+// pinnedKey is loadKey for the loads with the servers pinned.
+func pinnedKey(server, op string, size int) string { return loadKey(server, op, size) + " pinned" }
+
+// pinnedSettle is how long each server takes joins, not recorded, once
+// pinned: a Go process's GOMAXPROCS follows its new CPUs within about a
+// second.
+const pinnedSettle = 2 * time.Second
+
+// pinned measures the floor's and rushline's server CPU per join on the
+// line for size with the servers on CPUs of their own and the load
+// generator and Redis on the others (see pinning), the servers taking
+// turns, then lets every process run anywhere again. Without two CPUs to
+// split it records nothing.
+func (r *runner) pinned(ctx context.Context, size int) (err error) {
+	p, ok := newPinning()
+	if !ok {
+		return nil
+	}
+	servers := []int{r.floor.cmd.Process.Pid, r.rushline.cmd.Process.Pid}
+	others := []int{0, r.rp.Pid()}
+	defer func() { err = errors.Join(err, p.release(append(servers, others...))) }()
+	if err := p.apply(servers, others); err != nil {
+		return err
+	}
+	for _, srv := range []*Server{r.floor, r.rushline} {
+		url, hdr := srv.URL+"/api/v1/events/"+eventID(0)+"/queue", r.headers()
+		r.httpLoad("settle", 0, pinnedSettle, func(i uint64, t *vegeta.Target) {
+			postTarget(t, url, hdr, fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":"s%d"}`, i))
+		}).run(ctx, &loadTotals{}, cpuMeter{})
+	}
+	order := []string{ServerFloor, ServerRushline}
+	for range r.cfg.Rounds {
+		for _, srv := range order {
+			if err := r.measure(ctx, srv, OpJoin, size, true); err != nil {
+				return err
+			}
+		}
+		slices.Reverse(order)
+	}
+	for _, srv := range []string{ServerFloor, ServerRushline} {
+		f := r.totals[pinnedKey(srv, OpJoin, size)].figures()
+		r.res.Pinned = append(r.res.Pinned, HTTPFigures{Server: srv, Op: OpJoin, Waiting: size, LoadFigures: f})
+		if f.Requests == f.Errors {
+			return errLoad
+		}
+	}
+	return nil
+}
 
 // sum records the figures of every round of one load.
 func (r *runner) sum(server, op string, size int) error {

@@ -36,7 +36,7 @@ func TestRunSmoke(t *testing.T) {
 		NaiveCmd:          []string{MustBuild(t, bin, "rushline-bench", "./cmd/rushline-bench"), "naive"},
 		RedisBenchmarkBin: "redis-benchmark", Sizes: []int{100, 200}, Duration: 500 * time.Millisecond, Rounds: 2, Connections: 8,
 		RedisBenchmarkRequests: 5000, AdmissionWaiting: 200, AdmissionBatch: 50, Streams: 100,
-		PushQuiet: 200 * time.Millisecond, Warmup: 200 * time.Millisecond, Host: "smoke",
+		PushQuiet: 200 * time.Millisecond, Warmup: 200 * time.Millisecond, Host: "smoke", Pin: true,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -101,6 +101,19 @@ func TestRunSmoke(t *testing.T) {
 			t.Errorf("%s join @%d: %v requests per script call", h.Server, h.Waiting, h.PerScript)
 		}
 	}
+	// Pinned joins of the floor and rushline at the first size, where the
+	// machine has CPUs to split.
+	_, canPin := newPinning()
+	if want := map[bool]int{true: 2, false: 0}[canPin]; len(r.Pinned) != want {
+		t.Errorf("%d pinned rows, want %d (CPUs to split: %v)", len(r.Pinned), want, canPin)
+	}
+	for _, h := range r.Pinned {
+		if h.Op != OpJoin || h.Waiting != cfg.Sizes[0] || h.Requests == 0 || h.Errors != 0 || h.ServerCPU <= 0 ||
+			len(h.ServerCPURounds) != cfg.Rounds {
+			t.Errorf("pinned %s %s @%d: %d requests, %d errors, server CPU %v, rounds %v", h.Server, h.Op, h.Waiting,
+				h.Requests, h.Errors, h.ServerCPU, h.ServerCPURounds)
+		}
+	}
 	if a := r.Admission; a.Promoted != cfg.AdmissionWaiting || a.PromotionsPerS <= 0 || a.Batch != cfg.AdmissionBatch {
 		t.Errorf("admission %+v, want %d promoted", a, cfg.AdmissionWaiting)
 	}
@@ -130,6 +143,9 @@ func TestRunSmoke(t *testing.T) {
 	names := map[string]bool{}
 	for _, x := range r.Ratios {
 		names[x.Name] = true
+	}
+	if canPin && !names["join server CPU per request rushline/floor @100, servers pinned"] {
+		t.Error("no pinned server CPU ratio")
 	}
 	for _, n := range []string{"join rushline/naive @100", "join p99 rushline/naive @200", "status rushline/naive @200",
 		"join HTTP floor/naive @100", "join server+Redis CPU per request rushline/naive @200",

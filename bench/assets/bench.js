@@ -37,6 +37,16 @@
       line("Redis under naive", css("--c2"), dash), line("Redis under rushline", css("--c1"), dash)],
       [d.cpu.naive_server, d.cpu.rushline_server, d.cpu.naive_redis, d.cpu.rushline_redis]);
   }
+  if (d.rounds) {
+    var el = document.getElementById("rounds");
+    var u = new uPlot({ width: Math.max(el.clientWidth, 280), height: 260,
+      scales: { x: { time: false }, y: { range: function (u, min, max) { return [0, max * 1.1]; } } },
+      axes: [axis("round", { splits: function () { return d.rounds.round; } }), axis("µs per join", { size: 60 })],
+      series: [{ label: "round" }, line("floor", css("--muted")), line("rushline", css("--c1")),
+        line("floor, pinned", css("--muted"), dash), line("rushline, pinned", css("--c1"), dash)] },
+      [d.rounds.round, d.rounds.floor, d.rounds.rushline, d.rounds.floor_pinned, d.rounds.rushline_pinned], el);
+    window.addEventListener("resize", function () { u.setSize({ width: Math.max(el.clientWidth, 280), height: 260 }); });
+  }
   function timePlot(id, scales, axes, series, data) {
     var el = document.getElementById(id);
     var o = { width: Math.max(el.clientWidth, 280), height: 260, scales: Object.assign({ x: { time: false } }, scales),

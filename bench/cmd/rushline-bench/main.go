@@ -134,6 +134,7 @@ func runCmd() *cobra.Command {
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of one round of each HTTP load")
 	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds of each HTTP load, the servers taking turns")
 	f.IntVar(&cfg.Connections, "connections", cfg.Connections, "closed-loop clients, for HTTP and redis-benchmark")
+	f.BoolVar(&cfg.Pin, "pin-servers", cfg.Pin, "measure the floor's and rushline's joins once more at the first size with the servers on CPUs of their own (Linux, 2+ CPUs)")
 	f.IntVar(&cfg.RedisBenchmarkRequests, "redis-requests", cfg.RedisBenchmarkRequests, "redis-benchmark requests per test (-n)")
 	f.IntVar(&cfg.AdmissionWaiting, "admission-waiting", cfg.AdmissionWaiting, "users promoted in the admission step")
 	f.IntVar(&cfg.AdmissionBatch, "admission-batch", cfg.AdmissionBatch, "admit_batch of the admission step")
