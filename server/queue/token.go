@@ -36,7 +36,9 @@ func newTokenCodec(key []byte) tokenCodec {
 	return tokenCodec{macs: &sync.Pool{New: func() any { return &macState{h: hmac.New(sha256.New, key)} }}}
 }
 
-var b64 = base64.RawURLEncoding
+// b64 writes tokens and challenges and reads them strictly: a token has one
+// spelling, so unused low bits in its last character do not make another.
+var b64 = base64.RawURLEncoding.Strict()
 
 // mac appends the first tokenMACLen bytes of the token MAC of payload in
 // eventID to dst.
