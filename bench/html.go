@@ -176,13 +176,14 @@ func (r *Result) chart() chartData {
 // p99 and CPU per request by line length, and the targets with their
 // verdicts. It needs no network.
 func HTML(w io.Writer, r *Result) error {
-	data, err := json.Marshal(r.chart())
+	c := r.chart()
+	data, err := json.Marshal(c)
 	if err != nil {
 		return err
 	}
 	v := htmlView{Host: r.Host, Date: r.Date.UTC().Format("2006-01-02 15:04 UTC"), Setup: setupLine(r), Load: loadLine(r),
 		UPlotVersion: uplot.Version, UPlotCSS: template.CSS(uplot.CSS), UPlotJS: template.JS(uplot.Script()),
-		AppJS: template.JS(pageJS), Data: template.JS(data), HTTP: !r.onlyDrop(), Rounds: r.roundsChart() != nil,
+		AppJS: template.JS(pageJS), Data: template.JS(data), HTTP: !r.onlyDrop(), Rounds: c.Rounds != nil,
 		Drop: r.Drop != nil}
 	if d := r.Drop; d != nil {
 		v.DropTitle, v.DropIntro, v.DropRows, v.Mismatches = d.dropTitle(), d.dropIntro(), d.dropRows(), d.Mismatches

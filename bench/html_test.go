@@ -78,7 +78,8 @@ func TestHTML(t *testing.T) {
 		}
 	}
 	r.Pinned = nil
-	if c := r.roundsChart(); c == nil || slices.ContainsFunc(c.FloorPinned, func(p *float64) bool { return p != nil }) {
+	notNil := func(p *float64) bool { return p != nil }
+	if c := r.roundsChart(); c == nil || slices.ContainsFunc(c.FloorPinned, notNil) || slices.ContainsFunc(c.RushlinePinned, notNil) {
 		t.Errorf("rounds chart without pinned loads: %+v, want the shared rounds and no pinned points", c)
 	}
 	for _, x := range r.Ratios {

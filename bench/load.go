@@ -48,6 +48,14 @@ func (f LoadFigures) RedisCPUMedian() float64 {
 	return median(f.RedisCPURounds)
 }
 
+// ServerCPUMedian is as RedisCPUMedian, for the server's CPU per request.
+func (f LoadFigures) ServerCPUMedian() float64 {
+	if len(f.ServerCPURounds) == 0 {
+		return f.ServerCPU
+	}
+	return median(f.ServerCPURounds)
+}
+
 // ServerCPUOver is f's server CPU per request over g's: the median of the
 // two's ratio round by round (the servers take turns within a round, so
 // each pair ran minutes apart at most), or the ratio of the sums when they

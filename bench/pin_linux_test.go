@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -88,15 +89,15 @@ func TestPinningMovesEveryThread(t *testing.T) {
 		t.Fatalf("this process runs on %v before pinning, want %s", got, all)
 	}
 
-	if err := p.apply([]int{pid}, []int{0}); err != nil {
-		t.Fatal(err)
-	}
 	released := false
 	t.Cleanup(func() {
 		if !released {
 			_ = p.release([]int{pid, 0})
 		}
 	})
+	if err := p.apply([]int{pid}, []int{0}); err != nil {
+		t.Fatal(err)
+	}
 	if got, want := MustAllowed(t, pid), cpuList(p.servers); len(got) != 1 || got[0] != want {
 		t.Errorf("the server's threads run on %v, want all on %s", got, want)
 	}
@@ -112,5 +113,33 @@ func TestPinningMovesEveryThread(t *testing.T) {
 		if got := MustAllowed(t, who); len(got) != 1 || got[0] != all {
 			t.Errorf("process %d runs on %v after release, want %s", who, got, all)
 		}
+	}
+}
+
+// TestSplitCPUs: the servers get the first half of the cores, a core's
+// hardware threads stay on one side, and a lone core's threads are split.
+func TestSplitCPUs(t *testing.T) {
+	// smt pairs CPU n with n+4, as Linux numbers hyperthreads on 4 cores.
+	smt := func(cpu int) string { return strconv.Itoa(cpu % 4) }
+	own := strconv.Itoa
+	oneCore := func(int) string { return "0-1" }
+	for _, tc := range []struct {
+		name          string
+		cpus          []int
+		core          func(int) string
+		servers, rest []int
+	}{
+		{"two CPUs", []int{0, 1}, own, []int{0}, []int{1}},
+		{"gaps in the numbering", []int{0, 2, 5, 7}, own, []int{0, 2}, []int{5, 7}},
+		{"an odd count", []int{1, 3, 4}, own, []int{1}, []int{3, 4}},
+		{"hyperthreads stay with their core", []int{0, 1, 2, 3, 4, 5, 6, 7}, smt, []int{0, 4, 1, 5}, []int{2, 6, 3, 7}},
+		{"one core's two threads", []int{0, 1}, oneCore, []int{0}, []int{1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			servers, rest := splitCPUs(tc.cpus, tc.core)
+			if !slices.Equal(servers, tc.servers) || !slices.Equal(rest, tc.rest) {
+				t.Errorf("splitCPUs(%v) = %v, %v; want %v, %v", tc.cpus, servers, rest, tc.servers, tc.rest)
+			}
+		})
 	}
 }

@@ -272,20 +272,16 @@ func (r *Result) ComputeRatios() {
 			if op != OpJoin {
 				continue
 			}
-			// With the servers pinned, the target takes the pinned figure.
-			pinnedFloor, ok3 := r.PinnedFor(ServerFloor, op, sizes[0])
-			pinnedOurs, ok4 := r.PinnedFor(ServerRushline, op, sizes[0])
-			target := TargetServerFloorRatio
-			if ok3 && ok4 {
-				target = 0
-			}
 			if ours, ok := r.HTTPFor(ServerRushline, op, sizes[0]); ok1 && ok {
 				add("join server CPU per request rushline/floor @"+SizeLabel(sizes[0]), ours.ServerCPUOver(floor.LoadFigures), 1,
-					target, true)
+					TargetServerFloorRatio, true)
 			}
+			// The same ratio with the servers pinned: a second view, no verdict.
+			pinnedFloor, ok3 := r.PinnedFor(ServerFloor, op, sizes[0])
+			pinnedOurs, ok4 := r.PinnedFor(ServerRushline, op, sizes[0])
 			if ok3 && ok4 {
 				add("join server CPU per request rushline/floor @"+SizeLabel(sizes[0])+", servers pinned",
-					pinnedOurs.ServerCPUOver(pinnedFloor.LoadFigures), 1, TargetServerFloorRatio, true)
+					pinnedOurs.ServerCPUOver(pinnedFloor.LoadFigures), 1, 0, true)
 			}
 		}
 	}

@@ -52,7 +52,7 @@ type RunConfig struct {
 	PushQuiet time.Duration
 	// Pin measures the floor's and rushline's server CPU per join once more,
 	// at the first size, with the servers on CPUs of their own (Linux, two
-	// CPUs or more): issue 15's server target takes that figure.
+	// CPUs or more): a second view of issue 15's server target.
 	Pin bool
 	// Warmup is how long each server takes joins before anything is
 	// recorded; 0 is DefaultWarmup.
@@ -393,11 +393,17 @@ const DefaultWarmup = 2 * time.Second
 // warmUp sends each server joins to the warm-up event, so connection pools,
 // caches and background writers are running when the first load starts.
 func (r *runner) warmUp(ctx context.Context) error {
-	for _, srv := range []*Server{r.naive, r.rushline, r.floor} {
+	return r.warm(ctx, []*Server{r.naive, r.rushline, r.floor}, r.cfg.Warmup, "w")
+}
+
+// warm sends each server joins to the warm-up event for du, not recorded,
+// as bots named prefix and a number.
+func (r *runner) warm(ctx context.Context, servers []*Server, du time.Duration, prefix string) error {
+	for _, srv := range servers {
 		url, hdr := srv.URL+"/api/v1/events/"+eventID(0)+"/queue", r.headers()
 		var tot loadTotals
-		r.httpLoad("warm up", 0, r.cfg.Warmup, func(i uint64, t *vegeta.Target) {
-			postTarget(t, url, hdr, fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":"w%d"}`, i))
+		r.httpLoad("warm up", 0, du, func(i uint64, t *vegeta.Target) {
+			postTarget(t, url, hdr, fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":"%s%d"}`, prefix, i))
 		}).run(ctx, &tot, cpuMeter{})
 		if f := tot.figures(); f.Errors > 0 {
 			return fmt.Errorf("warm up %s: %d of %d requests failed", srv.URL, f.Errors, f.Requests)
@@ -581,17 +587,18 @@ func (r *runner) pinned(ctx context.Context, size int) (err error) {
 	if !ok {
 		return nil
 	}
+	redisPid := r.rp.Pid()
+	if redisPid == 0 {
+		return errors.New("bench: redis-server is not running")
+	}
 	servers := []int{r.floor.cmd.Process.Pid, r.rushline.cmd.Process.Pid}
-	others := []int{0, r.rp.Pid()}
+	others := []int{0, redisPid}
 	defer func() { err = errors.Join(err, p.release(append(servers, others...))) }()
 	if err := p.apply(servers, others); err != nil {
 		return err
 	}
-	for _, srv := range []*Server{r.floor, r.rushline} {
-		url, hdr := srv.URL+"/api/v1/events/"+eventID(0)+"/queue", r.headers()
-		r.httpLoad("settle", 0, pinnedSettle, func(i uint64, t *vegeta.Target) {
-			postTarget(t, url, hdr, fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":"s%d"}`, i))
-		}).run(ctx, &loadTotals{}, cpuMeter{})
+	if err := r.warm(ctx, []*Server{r.floor, r.rushline}, pinnedSettle, "s"); err != nil {
+		return err
 	}
 	order := []string{ServerFloor, ServerRushline}
 	for range r.cfg.Rounds {
