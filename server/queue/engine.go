@@ -580,7 +580,7 @@ func (e *Engine) Join(ctx context.Context, eventID, userID string) (Entry, bool,
 // device binding (see JoinOptions).
 func (e *Engine) JoinWith(ctx context.Context, eventID, userID string, o JoinOptions) (Entry, bool, error) {
 	if !ValidUserID(userID) {
-		return Entry{}, false, Errorf(CodeBadRequest, "a user id must be non-empty and on one line")
+		return Entry{}, false, Errorf(CodeBadRequest, "a user id must be 1-%d bytes on one line", MaxUserID)
 	}
 	r, err := e.run(ctx, scriptJoin, eventID, joinArgv(userID, o)...)
 	if err != nil {

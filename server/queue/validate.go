@@ -48,10 +48,16 @@ func nameByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-'
 }
 
-// ValidUserID reports whether id may join: not empty, and no line break,
-// which ends a user id in a joined run entry's list (lua/join.lua). Every
-// id the server issues, and every VIRTUAL id, passes.
-func ValidUserID(id string) bool { return id != "" && strings.IndexByte(id, '\n') < 0 }
+// MaxUserID is the longest user id that may join, in bytes: its queue token
+// must stay within what Open reads (512 bytes).
+const MaxUserID = 256
+
+// ValidUserID reports whether id may join: 1 to MaxUserID bytes, and no line
+// break, which ends a user id in a joined run entry's list (lua/join.lua).
+// Every id the server issues, and every VIRTUAL id, passes.
+func ValidUserID(id string) bool {
+	return id != "" && len(id) <= MaxUserID && strings.IndexByte(id, '\n') < 0
+}
 
 func inRange(field string, v, lo, hi int) error {
 	if v < lo || v > hi {

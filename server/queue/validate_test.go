@@ -126,3 +126,37 @@ func byteStrings() []struct {
 		}},
 	}
 }
+
+// TestUserIDLength: the longest user id joins and its token opens; one byte
+// more is refused at the door instead of joining with a token that could
+// never be read.
+func TestUserIDLength(t *testing.T) {
+	eng, _, _ := MustEngine(t)
+	MustEvent(t, eng, "ids", nil)
+	for _, tc := range []struct {
+		name string
+		id   string
+		ok   bool
+	}{
+		{"the longest", strings.Repeat("u", queue.MaxUserID), true},
+		{"multibyte, a byte short of it", strings.Repeat("좌", queue.MaxUserID/3), true},
+		{"one byte past it", strings.Repeat("u", queue.MaxUserID+1), false},
+		{"a line break", "a\nb", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			en, _, err := eng.Join(t.Context(), "ids", tc.id)
+			if !tc.ok {
+				if queue.ErrorCode(err) != queue.CodeBadRequest {
+					t.Fatalf("Join = %v, want %s", err, queue.CodeBadRequest)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st := MustStatus(t, eng, "ids", en.Token); st.UserID != tc.id || st.Seq != en.Seq {
+				t.Errorf("status of the token: user %d bytes, seq %d; want %d bytes, seq %d", len(st.UserID), st.Seq, len(tc.id), en.Seq)
+			}
+		})
+	}
+}
