@@ -80,6 +80,9 @@ func splitCPUs(cpus []int, core func(cpu int) string) (servers, rest []int) {
 	return servers, rest
 }
 
+// cpus is how many CPUs the servers get, and how many there are in all.
+func (p *pinning) cpus() (servers, all int) { return p.servers.Count(), p.all.Count() }
+
 // apply moves every thread of the servers' processes onto the servers' CPUs
 // and every thread of the others (0: this process) onto the rest. A Go
 // process's GOMAXPROCS follows its affinity within about a second.

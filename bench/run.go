@@ -573,9 +573,53 @@ func loadKey(server, op string, size int) string { return fmt.Sprint(server, op,
 func pinnedKey(server, op string, size int) string { return loadKey(server, op, size) + " pinned" }
 
 // pinnedSettle is how long each server takes joins, not recorded, once
-// pinned: a Go process's GOMAXPROCS follows its new CPUs within about a
-// second.
+// pinned and its GOMAXPROCS has followed.
 const pinnedSettle = 2 * time.Second
+
+// waitGOMAXPROCS waits until rushline-server's metrics report GOMAXPROCS n:
+// the Go runtime follows a process's CPUs within about a second (the floor
+// runs the same runtime but has no metrics to ask).
+func (r *runner) waitGOMAXPROCS(ctx context.Context, n int) error {
+	const patience = 10 * time.Second
+	deadline := time.Now().Add(patience)
+	for {
+		got, err := gomaxprocs(ctx, r.client, r.rushline.URL)
+		if err == nil && got == n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("bench: rushline-server's GOMAXPROCS is %d, not %d, %s after its CPUs changed (%v)", got, n, patience, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// gomaxprocs reads go_sched_gomaxprocs_threads from the server's metrics.
+func gomaxprocs(ctx context.Context, client *http.Client, base string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "go_sched_gomaxprocs_threads "); ok {
+			return strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	return 0, errors.New("no go_sched_gomaxprocs_threads in its metrics")
+}
 
 // pinned measures the floor's and rushline's server CPU per join on the
 // line for size with the servers on CPUs of their own and the load
@@ -593,8 +637,18 @@ func (r *runner) pinned(ctx context.Context, size int) (err error) {
 	}
 	servers := []int{r.floor.cmd.Process.Pid, r.rushline.cmd.Process.Pid}
 	others := []int{0, redisPid}
-	defer func() { err = errors.Join(err, p.release(append(servers, others...))) }()
+	pinnedCPUs, allCPUs := p.cpus()
+	defer func() {
+		err = errors.Join(err, p.release(append(servers, others...)))
+		if err == nil {
+			// The next loads want the servers as they were.
+			err = r.waitGOMAXPROCS(ctx, allCPUs)
+		}
+	}()
 	if err := p.apply(servers, others); err != nil {
+		return err
+	}
+	if err := r.waitGOMAXPROCS(ctx, pinnedCPUs); err != nil {
 		return err
 	}
 	if err := r.warm(ctx, []*Server{r.floor, r.rushline}, pinnedSettle, "s"); err != nil {
