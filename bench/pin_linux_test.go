@@ -29,9 +29,11 @@ func MustAllowed(t *testing.T, pid int) []string {
 			continue // the thread has exited
 		}
 		for line := range strings.Lines(string(b)) {
-			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok && !seen[strings.TrimSpace(v)] {
-				seen[strings.TrimSpace(v)] = true
-				lists = append(lists, strings.TrimSpace(v))
+			if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+				if v = strings.TrimSpace(v); !seen[v] {
+					seen[v] = true
+					lists = append(lists, v)
+				}
 			}
 		}
 	}

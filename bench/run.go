@@ -238,7 +238,7 @@ func (r *runner) steps() []step {
 			}
 			for _, srv := range servers {
 				s = append(s, step{fmt.Sprintf("sum %s %s @%s", srv, op, SizeLabel(n)), 0,
-					func(context.Context) error { return r.sum(srv, op, n) }})
+					func(context.Context) error { return r.sum(srv, op, n, false) }})
 			}
 		}
 		if n == c.Sizes[0] && c.Pin {
@@ -664,19 +664,22 @@ func (r *runner) pinned(ctx context.Context, size int) (err error) {
 		slices.Reverse(order)
 	}
 	for _, srv := range []string{ServerFloor, ServerRushline} {
-		f := r.totals[pinnedKey(srv, OpJoin, size)].figures()
-		r.res.Pinned = append(r.res.Pinned, HTTPFigures{Server: srv, Op: OpJoin, Waiting: size, LoadFigures: f})
-		if f.Requests == f.Errors {
-			return errLoad
+		if err := r.sum(srv, OpJoin, size, true); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// sum records the figures of every round of one load.
-func (r *runner) sum(server, op string, size int) error {
-	f := r.totals[loadKey(server, op, size)].figures()
-	r.res.HTTP = append(r.res.HTTP, HTTPFigures{Server: server, Op: op, Waiting: size, LoadFigures: f})
+// sum records the figures of every round of one load (pinned ones apart,
+// as measure adds them up).
+func (r *runner) sum(server, op string, size int, pinned bool) error {
+	key, dst := loadKey(server, op, size), &r.res.HTTP
+	if pinned {
+		key, dst = pinnedKey(server, op, size), &r.res.Pinned
+	}
+	f := r.totals[key].figures()
+	*dst = append(*dst, HTTPFigures{Server: server, Op: op, Waiting: size, LoadFigures: f})
 	if f.Requests == f.Errors {
 		return errLoad
 	}
