@@ -326,8 +326,11 @@ func TestDashboardCreatesAndPausesEvent(t *testing.T) {
 	srv, base := MustStartServer(t)
 	b := MustBrowser(t, 90*time.Second, 1280, 900)
 
-	opens := time.Now().Add(-time.Minute).Local().Format("2006-01-02T15:04:05")
-	closes := time.Now().Add(2 * time.Hour).Local().Format("2006-01-02T15:04:05")
+	// Whole minutes, in the form a datetime-local input normalizes to: a
+	// value with ":00" seconds reads back without them, and SetValue
+	// checks what it reads back.
+	opens := time.Now().Add(-time.Minute).Local().Format("2006-01-02T15:04")
+	closes := time.Now().Add(2 * time.Hour).Local().Format("2006-01-02T15:04")
 	b.MustRun(t, "typing a wrong key",
 		chromedp.Navigate(base+"/dashboard.html"),
 		chromedp.WaitVisible(chromedp.ID("d-admin-key")),
