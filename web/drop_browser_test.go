@@ -32,6 +32,51 @@ func MustDropServer(t *testing.T) (*app.Server, string) {
 	return MustStartServerWith(t, func(c *app.Config) { c.DropScenarios = []*scenario.Scenario{sc} })
 }
 
+// boardPeriod is the leaderboard period to read for want ("day" or "week")
+// so that it still holds a drop opened at opened a minute after now: the
+// day's and the week's begin at midnight UTC (the week's on a Monday), and
+// a run that crosses one reads the next longer period instead.
+func boardPeriod(want string, opened, now time.Time) string {
+	now = now.UTC().Add(time.Minute)
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	week := day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7))
+	if want == "day" && !opened.Before(day) {
+		return "day"
+	}
+	if !opened.Before(week) {
+		return "week"
+	}
+	return "all"
+}
+
+// TestBoardPeriod checks the tests' leaderboard choice against midnight UTC.
+func TestBoardPeriod(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name, want, opened, now, period string
+	}{
+		{"the same day", "day", "2026-11-25T10:00:00Z", "2026-11-25T10:03:00Z", "day"},
+		{"a minute before midnight reads the week", "day", "2026-11-25T23:58:00Z", "2026-11-25T23:59:30Z", "week"},
+		{"past midnight on a Wednesday", "day", "2026-11-25T23:59:50Z", "2026-11-26T00:00:30Z", "week"},
+		{"past midnight into a Monday", "day", "2026-11-29T23:59:50Z", "2026-11-30T00:00:30Z", "all"},
+		{"the week, on a Sunday", "week", "2026-11-29T12:00:00Z", "2026-11-29T12:05:00Z", "week"},
+		{"the week, past Monday's midnight", "week", "2026-11-29T23:59:50Z", "2026-11-30T00:00:10Z", "all"},
+		{"days are counted in UTC, not the local zone", "day", "2026-11-26T08:30:00+09:00", "2026-11-26T08:35:00+09:00", "day"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := boardPeriod(tc.want, at(tc.opened), at(tc.now)); got != tc.period {
+				t.Errorf("boardPeriod(%q, %s, %s) = %q, want %q", tc.want, tc.opened, tc.now, got, tc.period)
+			}
+		})
+	}
+}
+
 // TestPracticeDrop races a public drop in the practice page: it opens on
 // the drop (scenario, crowd, seats, a countdown on the server's clock, the
 // people in), a press before the opening is refused as a false start, the
@@ -141,11 +186,15 @@ func TestPracticeDrop(t *testing.T) {
 	if n := MustEval[int](t, b, `document.querySelectorAll("#rank-table tbody tr.me").length`); n != 1 {
 		t.Errorf("%d rows of the ranking marked as mine, want 1", n)
 	}
-	b.MustWait(t, "the day's leaderboard", `[...document.querySelectorAll("#dlb-table tbody tr.me")].some(r => r.textContent.includes("dropper") && r.textContent.includes(`+strconv.Quote(*mine.Seat)+`))`, 10*time.Second)
+	if p := boardPeriod("day", d.OpensAt, time.Now()); p != "day" {
+		b.MustRun(t, "the "+p+" leaderboard", chromedp.Click(chromedp.CSS(`label[for="dlb-`+p+`"]`)))
+	}
+	b.MustWait(t, "today's leaderboard", `[...document.querySelectorAll("#dlb-table tbody tr.me")].some(r => r.textContent.includes("dropper") && r.textContent.includes(`+strconv.Quote(*mine.Seat)+`))`, 10*time.Second)
 	b.MustShot(t, "drop-result.png")
 	b.MustWait(t, "the page to settle", settled, 5*time.Second)
-	b.MustRun(t, "the week's leaderboard", chromedp.Click(chromedp.CSS(`label[for="dlb-week"]`)))
-	b.MustWait(t, "the week's leaderboard", `document.getElementById("dlb-week").checked && document.querySelectorAll("#dlb-table tbody tr.me").length === 1`, 10*time.Second)
+	week := boardPeriod("week", d.OpensAt, time.Now())
+	b.MustRun(t, "the week's leaderboard", chromedp.Click(chromedp.CSS(`label[for="dlb-`+week+`"]`)))
+	b.MustWait(t, "the week's leaderboard", `document.getElementById("dlb-`+week+`").checked && document.querySelectorAll("#dlb-table tbody tr.me").length === 1`, 10*time.Second)
 	b.MustPhone(t)
 	b.MustShot(t, "drop-result-phone.png")
 
