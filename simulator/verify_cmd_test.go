@@ -39,7 +39,8 @@ func TestVerifyDraw(t *testing.T) {
 		t.Skip("waits for a real opening")
 	}
 	base, data := simtest.MustServerData(t)
-	opens := time.Now().Add(3 * time.Second).UTC()
+	// Room for 40 joins and a verify-draw before it, under -race on a busy machine.
+	opens := time.Now().Add(6 * time.Second).UTC()
 	post(t, base+"/api/v1/admin/events", map[string]string{"X-Admin-Key": simtest.Keys.Admin}, map[string]any{
 		"id": "fair-verify", "seats": 10, "capacity": 5, "admit_batch": 5, "admit_interval_ms": 100, "active_ttl_s": 60,
 		"policy": "capacity", "queue_mode": "random_start", "opens_at": opens.Format(time.RFC3339Nano),

@@ -494,7 +494,7 @@ func TestPracticeRace(t *testing.T) {
 	b.MustShot(t, "practice-start.png")
 	b.MustRun(t, "starting the race",
 		chromedp.Click(chromedp.CSS(`#scenario-list input[value="browser-race"]`)),
-		chromedp.SetValue(chromedp.ID("p-opens-in"), "8"),
+		chromedp.SetValue(chromedp.ID("p-opens-in"), "12"),
 		chromedp.Click(chromedp.ID("p-create")),
 	)
 	b.MustWait(t, "the countdown", visible("#join-btn")+` && /^#\/race\/drop-solo-/.test(location.hash)`, 30*time.Second)
