@@ -49,6 +49,15 @@ func boardPeriod(want string, opened, now time.Time) string {
 	return "all"
 }
 
+// MustBoard shows the practice page's leaderboard for want, or the longer
+// period boardPeriod picks for a drop opened at opened, and returns it.
+func (b *browser) MustBoard(t *testing.T, want string, opened time.Time) string {
+	t.Helper()
+	p := boardPeriod(want, opened, time.Now())
+	b.MustRun(t, "the "+p+" leaderboard", chromedp.Click(chromedp.CSS(`label[for="dlb-`+p+`"]`)))
+	return p
+}
+
 // TestBoardPeriod checks the tests' leaderboard choice against midnight UTC.
 func TestBoardPeriod(t *testing.T) {
 	at := func(s string) time.Time {
@@ -187,15 +196,12 @@ func TestPracticeDrop(t *testing.T) {
 	if n := MustEval[int](t, b, `document.querySelectorAll("#rank-table tbody tr.me").length`); n != 1 {
 		t.Errorf("%d rows of the ranking marked as mine, want 1", n)
 	}
-	if p := boardPeriod("day", d.OpensAt, time.Now()); p != "day" {
-		b.MustRun(t, "the "+p+" leaderboard", chromedp.Click(chromedp.CSS(`label[for="dlb-`+p+`"]`)))
-	}
-	b.MustWait(t, "today's leaderboard", `[...document.querySelectorAll("#dlb-table tbody tr.me")].some(r => r.textContent.includes("dropper") && r.textContent.includes(`+strconv.Quote(*mine.Seat)+`))`, 10*time.Second)
+	day := b.MustBoard(t, "day", d.OpensAt)
+	b.MustWait(t, "the "+day+" leaderboard", `document.getElementById("dlb-`+day+`").checked && [...document.querySelectorAll("#dlb-table tbody tr.me")].some(r => r.textContent.includes("dropper") && r.textContent.includes(`+strconv.Quote(*mine.Seat)+`))`, 10*time.Second)
 	b.MustShot(t, "drop-result.png")
 	b.MustWait(t, "the page to settle", settled, 5*time.Second)
-	week := boardPeriod("week", d.OpensAt, time.Now())
-	b.MustRun(t, "the week's leaderboard", chromedp.Click(chromedp.CSS(`label[for="dlb-`+week+`"]`)))
-	b.MustWait(t, "the week's leaderboard", `document.getElementById("dlb-`+week+`").checked && document.querySelectorAll("#dlb-table tbody tr.me").length === 1`, 10*time.Second)
+	week := b.MustBoard(t, "week", d.OpensAt)
+	b.MustWait(t, "the "+week+" leaderboard", `document.getElementById("dlb-`+week+`").checked && document.querySelectorAll("#dlb-table tbody tr.me").length === 1`, 10*time.Second)
 	b.MustPhone(t)
 	b.MustShot(t, "drop-result-phone.png")
 

@@ -57,10 +57,8 @@ func TestPracticeSpeaksKoreanAndEnglish(t *testing.T) {
 		t.Fatalf("no seat bought; the page says %q", MustEval[string](t, b, `document.getElementById("s-note").textContent`))
 	}
 	b.MustWait(t, "the drop's result", visible("#dres-headline")+` && location.hash.endsWith("/result")`, 20*time.Second)
-	if p := boardPeriod("day", opens, time.Now()); p != "day" {
-		b.MustRun(t, "the "+p+" leaderboard", chromedp.Click(chromedp.CSS(`label[for="dlb-`+p+`"]`)))
-	}
-	b.MustWait(t, "today's leaderboard", `document.querySelectorAll("#dlb-table tbody tr.me").length === 1`, 10*time.Second)
+	day := b.MustBoard(t, "day", opens)
+	b.MustWait(t, "the "+day+" leaderboard", `document.getElementById("dlb-`+day+`").checked && document.querySelectorAll("#dlb-table tbody tr.me").length === 1`, 10*time.Second)
 	mustSpeakKorean(t, b, map[string]string{"#dres-headline": "대기 순번"})
 	b.MustShot(t, "practice-ko-result.png")
 	mustFitPhone(t, b)
