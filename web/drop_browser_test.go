@@ -50,10 +50,13 @@ func boardPeriod(want string, opened, now time.Time) string {
 }
 
 // MustBoard shows the practice page's leaderboard for want, or the longer
-// period boardPeriod picks for a drop opened at opened, and returns it.
+// period boardPeriod picks for a drop opened at opened, and returns it. It
+// clicks once the page has settled: it ignores clicks for 500 ms after a
+// screen change.
 func (b *browser) MustBoard(t *testing.T, want string, opened time.Time) string {
 	t.Helper()
 	p := boardPeriod(want, opened, time.Now())
+	b.MustWait(t, "the page to settle", settled, 5*time.Second)
 	b.MustRun(t, "the "+p+" leaderboard", chromedp.Click(chromedp.CSS(`label[for="dlb-`+p+`"]`)))
 	return p
 }
@@ -199,7 +202,6 @@ func TestPracticeDrop(t *testing.T) {
 	day := b.MustBoard(t, "day", d.OpensAt)
 	b.MustWait(t, "the "+day+" leaderboard", `document.getElementById("dlb-`+day+`").checked && [...document.querySelectorAll("#dlb-table tbody tr.me")].some(r => r.textContent.includes("dropper") && r.textContent.includes(`+strconv.Quote(*mine.Seat)+`))`, 10*time.Second)
 	b.MustShot(t, "drop-result.png")
-	b.MustWait(t, "the page to settle", settled, 5*time.Second)
 	week := b.MustBoard(t, "week", d.OpensAt)
 	b.MustWait(t, "the "+week+" leaderboard", `document.getElementById("dlb-`+week+`").checked && document.querySelectorAll("#dlb-table tbody tr.me").length === 1`, 10*time.Second)
 	b.MustPhone(t)
