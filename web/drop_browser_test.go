@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/rushline/rushline/server/app"
+	"github.com/rushline/rushline/server/drop"
 	"github.com/rushline/rushline/simulator/scenario"
 )
 
@@ -37,16 +38,16 @@ func MustDropServer(t *testing.T) (*app.Server, string) {
 // day's and the week's begin at midnight UTC (the week's on a Monday), and
 // a run that crosses one reads the next longer period instead.
 func boardPeriod(want string, opened, now time.Time) string {
-	now = now.UTC().Add(time.Minute)
-	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	week := day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7))
-	if want == "day" && !opened.Before(day) {
-		return "day"
+	periods := []string{drop.PeriodDay, drop.PeriodWeek}
+	if want == drop.PeriodWeek {
+		periods = periods[1:]
 	}
-	if !opened.Before(week) {
-		return "week"
+	for _, p := range periods {
+		if since, _ := drop.PeriodStart(p, now.Add(time.Minute)); !opened.Before(since) {
+			return p
+		}
 	}
-	return "all"
+	return drop.PeriodAll
 }
 
 // MustBoard shows the practice page's leaderboard for want, or the longer

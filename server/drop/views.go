@@ -283,6 +283,23 @@ const (
 	PeriodAll  = "all"
 )
 
+// PeriodStart is when the leaderboard period holding now begins: midnight
+// UTC of its day (PeriodDay) or of that ISO week's Monday (PeriodWeek); the
+// zero time for PeriodAll. Another period is BAD_REQUEST.
+func PeriodStart(period string, now time.Time) (time.Time, error) {
+	now = now.UTC()
+	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
+	switch period {
+	case PeriodDay:
+		return day, nil
+	case PeriodWeek:
+		return day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7)), nil
+	case PeriodAll:
+		return time.Time{}, nil
+	}
+	return time.Time{}, badField("period", "must be day, week or all, got %q", period)
+}
+
 // Board is one entry of a leaderboard.
 type Board struct {
 	Rank       int     `json:"rank"`
@@ -302,17 +319,9 @@ type Board struct {
 // scenario unless it is "": a seat first, then its row, then the time from
 // the opening to the purchase; LeaderboardSize at most, a person once.
 func (s *Service) Leaderboard(ctx context.Context, period, scenario string) ([]Board, error) {
-	now := s.now()
-	day := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, time.UTC)
-	var since time.Time
-	switch period {
-	case PeriodDay:
-		since = day
-	case PeriodWeek:
-		since = day.AddDate(0, 0, -((int(day.Weekday()) + 6) % 7))
-	case PeriodAll:
-	default:
-		return nil, badField("period", "must be day, week or all, got %q", period)
+	since, err := PeriodStart(period, s.now())
+	if err != nil {
+		return nil, err
 	}
 	if scenario != "" {
 		if _, err := s.scenario(scenario); err != nil {
