@@ -480,26 +480,42 @@ func (s *Store) CrowdFloor(ctx context.Context, eventID, prefix string) (int64, 
 		return 0, unavailable("crowd floor", err)
 	}
 	// LIKE's wildcards in prefix only widen the match; CutPrefix decides.
-	// The rows stream by: one scan of the event's entries, nothing sorted
-	// or held (a resumed drop's crowd may be a million users).
-	rows, err := s.db.WithContext(ctx).Model(&Entry{}).Where("event_id = ? AND user_id LIKE ?", eventID, prefix+"%").
-		Select("user_id").Rows()
-	if err != nil {
-		return 0, unavailable("crowd floor", err)
-	}
-	defer rows.Close()
-	var u string
-	for rows.Next() {
-		if err := rows.Scan(&u); err != nil {
+	// The rows stream by: one scan of the event's entries and one of its
+	// join runs, nothing sorted or held (a resumed drop's crowd may be a
+	// million users).
+	db := s.db.WithContext(ctx)
+	for _, q := range []*gorm.DB{
+		db.Model(&Entry{}).Where("event_id = ? AND user_id LIKE ?", eventID, prefix+"%").Select("user_id"),
+		db.Model(&JoinRun{}).Where("event_id = ? AND users LIKE ?", eventID, "%"+prefix+"%").Select("users"),
+	} {
+		if err := scanUsers(q, func(u string) {
+			rest, ok := strings.CutPrefix(u, prefix)
+			if k, err := strconv.ParseInt(rest, 10, 64); ok && err == nil {
+				floor = max(floor, k+1)
+			}
+		}); err != nil {
 			return 0, unavailable("crowd floor", err)
 		}
-		rest, ok := strings.CutPrefix(u, prefix)
-		if k, err := strconv.ParseInt(rest, 10, 64); ok && err == nil {
-			floor = max(floor, k+1)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return 0, unavailable("crowd floor", err)
 	}
 	return floor, nil
+}
+
+// scanUsers calls fn with each user id of the rows of q, whose one column
+// holds user ids, one per line.
+func scanUsers(q *gorm.DB, fn func(user string)) error {
+	rows, err := q.Rows()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	var us string
+	for rows.Next() {
+		if err := rows.Scan(&us); err != nil {
+			return err
+		}
+		for u := range strings.Lines(us) {
+			fn(strings.TrimSuffix(u, "\n"))
+		}
+	}
+	return rows.Err()
 }

@@ -351,6 +351,16 @@ func TestCrowdChunksAndFloor(t *testing.T) {
 			if f := floor(); f != 401 {
 				t.Errorf("floor = %d, want 401 (past the admitted user)", f)
 			}
+			// A user who has only joined lives in a join run.
+			run := []queue.Record{rec("2-0", queue.RecordJoined, 600, "someone", t0), rec("2-0", queue.RecordJoined, 601, prefix+"455", t0),
+				rec("2-0", queue.RecordJoined, 602, prefix+"other-9999", t0)}
+			for i := range run {
+				run[i].Part = i + 1
+			}
+			mustWrite(t, ctx, s, run)
+			if f := floor(); f != 456 {
+				t.Errorf("floor = %d, want 456 (past the joined user)", f)
+			}
 			if err := s.DeleteEvent(ctx, "ev1"); err != nil {
 				t.Fatal(err)
 			}

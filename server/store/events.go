@@ -112,7 +112,7 @@ func updateEvent(db *gorm.DB, ev queue.Event) error {
 // races. An unknown id gives CodeEventNotFound and deletes nothing.
 func (s *Store) DeleteEvent(ctx context.Context, id string) error {
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		for _, m := range []any{&Transition{}, &Order{}, &Entry{}, &PriorityGrant{}, &CrowdChunkRow{}} {
+		for _, m := range []any{&Transition{}, &Order{}, &Entry{}, &JoinRun{}, &PriorityGrant{}, &CrowdChunkRow{}} {
 			if err := tx.Where("event_id = ?", id).Delete(m).Error; err != nil {
 				return err
 			}

@@ -39,7 +39,7 @@ func TestJSONRowsTimeIsDriverText(t *testing.T) {
 
 // TestJSONRows checks the argument's shape: rows of values, strings quoted
 // as encoding/json reads them, a nil time as null, a time repeated from
-// the row before written again.
+// the row before written again, lines as one string.
 func TestJSONRows(t *testing.T) {
 	var rows jsonRows
 	if got := rows.String(); got != "[]" {
@@ -49,11 +49,14 @@ func TestJSONRows(t *testing.T) {
 	odd := "q\"b\\n\nt\tc\x01z é 🎟"
 	rows.row().str(odd).int(-42).time(at).timePtr(nil).end()
 	rows.row().str("").int(0).time(at).timePtr(&at).end()
+	lines := []string{odd, "", "two"}
+	rows.row().lines(len(lines), func(i int) string { return lines[i] }).lines(0, nil).end()
 	var got [][]any
 	if err := json.Unmarshal([]byte(rows.String()), &got); err != nil {
 		t.Fatalf("%s: %v", rows.String(), err)
 	}
-	want := [][]any{{odd, -42.0, "2030-01-02 10:00:00+00:00", nil}, {"", 0.0, "2030-01-02 10:00:00+00:00", "2030-01-02 10:00:00+00:00"}}
+	want := [][]any{{odd, -42.0, "2030-01-02 10:00:00+00:00", nil}, {"", 0.0, "2030-01-02 10:00:00+00:00", "2030-01-02 10:00:00+00:00"},
+		{odd + "\n\ntwo", ""}}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strings"
 	"time"
 
 	"github.com/rushline/rushline/internal/fair"
@@ -123,15 +124,85 @@ type Entry struct {
 	// until it is written (and in rows written before the column existed).
 	AdmissionNo int64 `gorm:"column:admission_no;not null;default:0"`
 	// JoinedID is the stream key (queue.Record.Key) of the joined record,
-	// "" until it is written. The joined record's transition lives in this
-	// row (JoinedAt, JoinedID, Lane), not in entry_transitions: a join then
-	// costs one row, not two. Transitions lists it with the others. Rows
-	// written before the column existed keep theirs in entry_transitions.
+	// "" until it is written. The joined record's transition lives in the
+	// token's JoinRun, not in entry_transitions, and the run also stands
+	// for a token that has only joined. Entries folds the runs in, so its
+	// rows carry JoinedAt, JoinedID and Lane from them. Rows written before
+	// join_runs existed hold their joined record here, and rows written
+	// before this column existed keep it in entry_transitions.
 	JoinedID string `gorm:"column:joined_id;not null;default:''"`
 }
 
 // TableName implements gorm's schema.Tabler.
 func (Entry) TableName() string { return "entries" }
+
+// JoinRun is a row of the join_runs table: the joined records of one stream
+// entry (a join script's run, a draw's batch), tokens FirstSeq to
+// FirstSeq+N-1 in order. A token's joined record lives here, not in its
+// entries row, so a burst of joins costs a row per run instead of one per
+// token; a token that has only joined has no entries row at all. Entries
+// and Transitions fold the runs back in.
+type JoinRun struct {
+	EventID  string `gorm:"column:event_id;primaryKey"`
+	FirstSeq int64  `gorm:"column:first_seq;primaryKey;autoIncrement:false"`
+	N        int    `gorm:"column:n;not null"`
+	// JoinedAt is the time of every record of the run.
+	JoinedAt time.Time `gorm:"column:joined_at;not null"`
+	// StreamID and FirstPart name the first token's joined record
+	// (queue.Record.ID and Part); the next token's is part FirstPart+1,
+	// unless FirstPart is 0 (a one-record entry).
+	StreamID  string `gorm:"column:stream_id;not null"`
+	FirstPart int    `gorm:"column:first_part;not null"`
+	// Lanes is "" when every token is in the normal lane, otherwise a
+	// letter per token: 'p' for the priority lane, 'n' for the normal one.
+	Lanes string `gorm:"column:lanes;not null;default:''"`
+	// Users holds the tokens' user ids, one per line.
+	Users string `gorm:"column:users;not null"`
+}
+
+// TableName implements gorm's schema.Tabler.
+func (JoinRun) TableName() string { return "join_runs" }
+
+// entries expands the run into the entries rows of tokens that have only
+// joined.
+func (r JoinRun) entries() []Entry {
+	out := make([]Entry, 0, r.N)
+	users := r.Users
+	for i := range r.N {
+		var user string
+		user, users, _ = strings.Cut(users, "\n")
+		out = append(out, r.entry(i, user))
+	}
+	return out
+}
+
+// entry is the entries row of the run's i'th token, user.
+func (r JoinRun) entry(i int, user string) Entry {
+	at := r.JoinedAt.UTC()
+	part := 0
+	if r.FirstPart > 0 {
+		part = r.FirstPart + i
+	}
+	lane := queue.LaneNormal
+	if i < len(r.Lanes) && r.Lanes[i] == 'p' {
+		lane = queue.LanePriority
+	}
+	return Entry{EventID: r.EventID, Seq: r.FirstSeq + int64(i), UserID: user, UserType: queue.TypeOf(user),
+		Status: queue.StatusWaiting, StatusAt: at, JoinedAt: &at, Lane: lane,
+		JoinedID: queue.Record{ID: r.StreamID, Part: part}.Key()}
+}
+
+// joined is e with what j, its token's entry from a join run, knows and e
+// does not: the joined record and the lane.
+func (e Entry) joined(j Entry) Entry {
+	if e.JoinedAt == nil {
+		e.JoinedAt, e.JoinedID = j.JoinedAt, j.JoinedID
+	}
+	if e.Lane == queue.LaneNormal {
+		e.Lane = j.Lane
+	}
+	return e
+}
 
 func (e *Entry) toUTC() {
 	e.StatusAt = e.StatusAt.UTC()
@@ -141,8 +212,8 @@ func (e *Entry) toUTC() {
 }
 
 // Transition is a row of the entry_transitions table, the audit trail: one
-// row per stream record but the joined ones, which the entries row holds
-// (Entry.JoinedID). StreamID is the record's queue.Record.Key.
+// row per stream record but the joined ones, which join_runs holds
+// (JoinRun). StreamID is the record's queue.Record.Key.
 type Transition struct {
 	ID       int64        `gorm:"column:id;primaryKey;autoIncrement"`
 	StreamID string       `gorm:"column:stream_id;not null;uniqueIndex:ux_entry_transitions_event_stream,priority:2"`

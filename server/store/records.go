@@ -98,8 +98,12 @@ var (
 			{"finished_at", colTime}, {"lane", colText}, {"admission_no", colInt}, {"joined_id", colText}},
 		suffix: entryUpsert,
 	}
-	insertJoins       = &joinRunsInsert{suffix: entryUpsert}
-	insertEntriesPG   = &entriesPG{runs: insertJoins, rows: insertEntries}
+	insertJoinRuns = &jsonInsert{
+		table: "join_runs",
+		cols: []column{{"event_id", colText}, {"first_seq", colInt}, {"n", colInt}, {"joined_at", colTime},
+			{"stream_id", colText}, {"first_part", colInt}, {"lanes", colText}, {"users", colText}},
+		suffix: "ON CONFLICT DO NOTHING",
+	}
 	insertTransitions = &jsonInsert{
 		table: "entry_transitions",
 		cols: []column{{"stream_id", colText}, {"event_id", colText}, {"seq", colInt}, {"user_id", colText},
@@ -119,15 +123,17 @@ type entryKey struct {
 	seq     int64
 }
 
-// WriteRecords writes a batch of stream records in one transaction: each
-// token's entry row folded to its latest state, a transition per record but
-// the joined ones (the entry row holds those: Entry.JoinedID), and an order
-// per done record that carries an OrderID.
+// WriteRecords writes a batch of stream records in one transaction: the
+// joined records as join runs (JoinRun: a row per stream entry, not per
+// token), an entry row per token with other records, folded to its latest
+// state, a transition per record but the joined ones (the runs hold those),
+// and an order per done record that carries an OrderID.
 //
 // It is idempotent, so a batch redelivered after a crash, whole or in part,
-// changes nothing: transitions (keyed by event and stream id) and orders
-// (keyed by order id, and by event and seat) are inserted with ON CONFLICT DO
-// NOTHING, and an entry's status only moves to a record that supersedes the
+// changes nothing: runs (keyed by event and first seq; a stream entry makes
+// the same runs whatever batch it is read in), transitions (keyed by event
+// and stream id) and orders (keyed by order id, and by event and seat) are
+// inserted with ON CONFLICT DO NOTHING, and an entry's status only moves to a record that supersedes the
 // stored one — a later stage of the life cycle, or the same stage at a later
 // time — so records that arrive late never roll a status back.
 //
@@ -165,19 +171,21 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 	if err != nil {
 		return nil, unavailable(fmt.Sprintf("write %d records", len(recs)), err)
 	}
-	var transitions, orders, entries, joins jsonRows
+	var transitions, orders, entries, runs jsonRows
 	var sold, late []queue.Record
 	var redeemed []queue.Record
-	byKey := make(map[entryKey]*pending, len(recs))
+	byKey := make(map[entryKey]*pending)
 	// keyed holds the tokens in the order first seen: stream order, which
 	// is mostly seq order already.
-	keyed := make([]*pending, 0, len(recs))
+	var keyed []*pending
+	// joined holds the records that go in join_runs, in stream order.
+	joined := make([]queue.Record, 0, len(recs))
 	for _, r := range recs {
 		st, _ := statusOf(r.Kind)
 		at := utc(r.At)
 		fenced := streamMS(r.ID) < fences[r.EventID]
-		// A joined record's transition is its entry's (Entry.JoinedID),
-		// unless the record is fenced off the entries.
+		// A joined record's transition is its run's (JoinRun), unless the
+		// record is fenced off the entries.
 		if r.Kind != queue.RecordJoined || fenced {
 			transitions.row().str(r.Key()).str(r.EventID).int(r.Seq).str(r.UserID).str(string(st)).time(at).
 				str(string(r.Lane)).end()
@@ -190,6 +198,11 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 		}
 		if r.PriorityCode != "" {
 			redeemed = append(redeemed, r)
+		}
+		if r.Kind == queue.RecordJoined && queue.ValidUserID(r.UserID) {
+			r.At = at
+			joined = append(joined, r)
+			continue
 		}
 		if r.Kind == queue.RecordDone && r.OrderID != "" {
 			orders.row().str(r.OrderID).str(r.EventID).str(r.Seat).str(r.UserID).int(r.Seq).time(at).end()
@@ -224,8 +237,10 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 		}
 		switch r.Kind {
 		case queue.RecordJoined:
+			// Only a user id a run cannot hold (see ValidUserID) comes
+			// here: its entries row holds the joined record instead.
 			if e.JoinedAt == nil || at.Before(*e.JoinedAt) {
-				e.JoinedAt, p.id, p.part = &at, r.ID, r.Part
+				e.JoinedAt, e.JoinedID = &at, r.Key()
 			}
 		case queue.RecordAdmitted:
 			e.AdmittedAt = earliest(e.AdmittedAt, at)
@@ -233,49 +248,30 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 		}
 	}
 
-	// One row per token, as PostgreSQL refuses to upsert a row twice in one
-	// statement; in key order, so concurrent writers lock rows in one order
-	// (on PostgreSQL both forms go in one statement: see entriesPG).
+	// In key order, so concurrent PostgreSQL writers lock rows in one order:
+	// the runs' first, then the entries'. One row per token, as PostgreSQL
+	// refuses to upsert a row twice in one statement.
+	writeJoinRuns(&runs, joined)
 	slices.SortFunc(keyed, func(a, b *pending) int {
 		return cmp.Or(cmp.Compare(a.EventID, b.EventID), cmp.Compare(a.Seq, b.Seq))
 	})
-	// A token with nothing in the batch but its joined record (a burst of
-	// joins is all such) goes in a run of them, one JSON row for many.
-	var run []*pending
 	for _, p := range keyed {
-		if !p.joinedOnly() {
-			e := &p.Entry
-			if e.JoinedAt != nil {
-				e.JoinedID = queue.Record{ID: p.id, Part: p.part}.Key()
-			}
-			entries.row().str(e.EventID).int(e.Seq).str(e.UserID).str(string(e.UserType)).str(string(e.Status)).
-				time(e.StatusAt).timePtr(e.JoinedAt).timePtr(e.AdmittedAt).timePtr(e.FinishedAt).str(string(e.Lane)).
-				int(e.AdmissionNo).str(e.JoinedID).end()
-			continue
-		}
-		if len(run) > 0 && !run[len(run)-1].precedes(p) {
-			writeJoinRun(&joins, run)
-			run = run[:0]
-		}
-		run = append(run, p)
-	}
-	if len(run) > 0 {
-		writeJoinRun(&joins, run)
+		e := &p.Entry
+		entries.row().str(e.EventID).int(e.Seq).str(e.UserID).str(string(e.UserType)).str(string(e.Status)).
+			time(e.StatusAt).timePtr(e.JoinedAt).timePtr(e.AdmittedAt).timePtr(e.FinishedAt).str(string(e.Lane)).
+			int(e.AdmissionNo).str(e.JoinedID).end()
 	}
 
 	type batch struct {
-		ins  statement
-		rows []*jsonRows
+		ins  *jsonInsert
+		rows *jsonRows
 	}
-	batches := []batch{{insertJoins, []*jsonRows{&joins}}, {insertEntries, []*jsonRows{&entries}}}
-	if s.dialect == DialectPostgres {
-		batches = []batch{{insertEntriesPG, []*jsonRows{&joins, &entries}}}
-	}
-	batches = append(batches, batch{insertTransitions, []*jsonRows{&transitions}}, batch{insertOrders, []*jsonRows{&orders}})
+	batches := []batch{{insertJoinRuns, &runs}, {insertEntries, &entries}, {insertTransitions, &transitions},
+		{insertOrders, &orders}}
 	// Prepare before the transaction takes its connection, so that even a
 	// one-connection pool has one free to prepare on.
 	for _, b := range batches {
-		if !slices.ContainsFunc(b.rows, func(r *jsonRows) bool { return r.n > 0 }) {
+		if b.rows.n == 0 {
 			continue
 		}
 		if _, err := s.stmt(ctx, b.ins); err != nil {
@@ -295,7 +291,7 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 			return errors.New("a rebuild moved an event's fence; retrying")
 		}
 		for _, b := range batches {
-			if err := s.insert(ctx, tx, b.ins, b.rows...); err != nil {
+			if err := s.insert(ctx, tx, b.ins, b.rows); err != nil {
 				return err
 			}
 		}
@@ -314,39 +310,60 @@ func (s *Store) WriteRecords(ctx context.Context, recs []queue.Record) ([]queue.
 // pending is an entries row being folded from a batch's records.
 type pending struct {
 	Entry
-	// records counts the batch's records of the token; id and part are
-	// its joined record's stream id and queue.Record.Part.
+	// records counts the batch's records of the token.
 	records int
-	id      string
-	part    int
 }
 
-// joinedOnly reports whether the token's one record in the batch is its
-// joined record.
-func (p *pending) joinedOnly() bool {
-	return p.records == 1 && p.JoinedAt != nil
-}
-
-// precedes reports whether q may follow p in a run of joins: the next seq
-// and record part of the same stream entry, at the same time, in the same
-// lane, of the same user type.
-func (p *pending) precedes(q *pending) bool {
-	return q.EventID == p.EventID && q.Seq == p.Seq+1 && q.id == p.id && q.part == p.part+1 &&
-		q.JoinedAt.Equal(*p.JoinedAt) && q.Lane == p.Lane && q.UserType == p.UserType
-}
-
-// writeJoinRun adds run, entries that precede one another, to rows as one
-// row of insertJoins.
-func writeJoinRun(rows *jsonRows, run []*pending) {
-	f := run[0]
-	rows.row().str(f.EventID).int(f.Seq).time(*f.JoinedAt).str(string(f.Lane)).str(string(f.UserType)).
-		str(f.id).int(int64(f.part))
-	users := rows.list()
-	for _, p := range run {
-		users.str(p.UserID)
+// writeJoinRuns adds joined records to rows as rows of insertJoinRuns, in
+// key order: a run is records of one stream entry with consecutive seqs and
+// parts. A stream entry's records are read and written together, so the
+// entry makes the same runs in whatever batch, and in whatever order, they
+// come. It sorts joined.
+func writeJoinRuns(rows *jsonRows, joined []queue.Record) {
+	// Stream order already, but for tests and batches put together by hand.
+	slices.SortFunc(joined, func(a, b queue.Record) int {
+		return cmp.Or(cmp.Compare(a.EventID, b.EventID), cmp.Compare(a.ID, b.ID), cmp.Compare(a.Part, b.Part))
+	})
+	var starts []int
+	for i, r := range joined {
+		if i == 0 || !follows(joined[i-1], r) {
+			starts = append(starts, i)
+		}
 	}
-	users.endList()
-	rows.end()
+	runs := make([][]queue.Record, len(starts))
+	for k, i := range starts {
+		end := len(joined)
+		if k+1 < len(starts) {
+			end = starts[k+1]
+		}
+		runs[k] = joined[i:end]
+	}
+	slices.SortFunc(runs, func(a, b []queue.Record) int {
+		return cmp.Or(cmp.Compare(a[0].EventID, b[0].EventID), cmp.Compare(a[0].Seq, b[0].Seq))
+	})
+	var lanes []byte
+	for _, run := range runs {
+		f := run[0]
+		lanes = lanes[:0]
+		if slices.ContainsFunc(run, func(r queue.Record) bool { return r.Lane != queue.LaneNormal }) {
+			for _, r := range run {
+				c := byte('n')
+				if r.Lane == queue.LanePriority {
+					c = 'p'
+				}
+				lanes = append(lanes, c)
+			}
+		}
+		rows.row().str(f.EventID).int(f.Seq).int(int64(len(run))).time(f.At).str(f.ID).int(int64(f.Part)).
+			str(string(lanes)).lines(len(run), func(i int) string { return run[i].UserID }).end()
+	}
+}
+
+// follows reports whether joined record r may follow p in a run: the next
+// seq and part of the same stream entry.
+func follows(p, r queue.Record) bool {
+	return r.EventID == p.EventID && r.ID == p.ID && r.Seq == p.Seq+1 && p.Part > 0 && r.Part == p.Part+1 &&
+		r.At.Equal(p.At)
 }
 
 // querier is what both a pool and a transaction run queries on.
@@ -492,24 +509,57 @@ func earliest(cur *time.Time, at time.Time) *time.Time {
 	return cur
 }
 
-// Entries returns the event's entries in arrival order (by Seq).
+// Entries returns the event's entries in arrival order (by Seq): the
+// entries rows, with the tokens of its join runs (JoinRun) folded in; a
+// token that has only joined is one of its run's.
 func (s *Store) Entries(ctx context.Context, eventID string) ([]Entry, error) {
 	var rows []Entry
-	if err := s.db.WithContext(ctx).Where("event_id = ?", eventID).Order("seq").Find(&rows).Error; err != nil {
+	var runs []JoinRun
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("event_id = ?", eventID).Order("seq").Find(&rows).Error; err != nil {
+			return err
+		}
+		return tx.Where("event_id = ?", eventID).Order("first_seq").Find(&runs).Error
+	})
+	if err != nil {
 		return nil, unavailable("entries of "+eventID, err)
 	}
 	for i := range rows {
 		rows[i].toUTC()
 	}
-	return rows, nil
+	if len(runs) == 0 {
+		return rows, nil
+	}
+	n := len(rows)
+	for _, r := range runs {
+		n += r.N
+	}
+	out := make([]Entry, 0, n)
+	for _, r := range runs {
+		for _, j := range r.entries() {
+			for len(rows) > 0 && rows[0].Seq < j.Seq {
+				out, rows = append(out, rows[0]), rows[1:]
+			}
+			switch {
+			case len(rows) > 0 && rows[0].Seq == j.Seq:
+				out, rows = append(out, rows[0].joined(j)), rows[1:]
+			case len(out) > 0 && out[len(out)-1].Seq >= j.Seq:
+				// Two runs hold the token (two joined records of one
+				// token, which no script writes): the first run's stays.
+			default:
+				out = append(out, j)
+			}
+		}
+	}
+	return append(out, rows...), nil
 }
 
 // Transitions returns the audit trail of one token, by time and then by
-// insertion order. The joined record's transition, which the entries row
-// holds (Entry.JoinedID; its ID is 0), comes first of those at its time,
-// unless entry_transitions holds it too (a row written before joined_id
-// existed, or the record's batch written again once a rebuild's fence held
-// it off the entries).
+// insertion order. The joined record's transition, which the token's join
+// run holds (or its entries row, Entry.JoinedID; its ID is 0), comes first
+// of those at its time, unless entry_transitions holds it too (a row written
+// before joined_id existed, or the record's batch written again once a
+// rebuild's fence held it off the entries).
 func (s *Store) Transitions(ctx context.Context, eventID string, seq int64) ([]Transition, error) {
 	var rows []Transition
 	var es []Entry
@@ -517,7 +567,19 @@ func (s *Store) Transitions(ctx context.Context, eventID string, seq int64) ([]T
 		if err := tx.Where("event_id = ? AND seq = ?", eventID, seq).Order("at, id").Find(&rows).Error; err != nil {
 			return err
 		}
-		return tx.Where("event_id = ? AND seq = ? AND joined_id <> ''", eventID, seq).Limit(1).Find(&es).Error
+		if err := tx.Where("event_id = ? AND seq = ? AND joined_id <> ''", eventID, seq).Limit(1).Find(&es).Error; err != nil {
+			return err
+		}
+		if len(es) > 0 {
+			return nil
+		}
+		var runs []JoinRun
+		err := tx.Where("event_id = ? AND first_seq <= ?", eventID, seq).Order("first_seq DESC").Limit(1).Find(&runs).Error
+		if err == nil && len(runs) > 0 && seq < runs[0].FirstSeq+int64(runs[0].N) {
+			i := int(seq - runs[0].FirstSeq)
+			es = append(es, runs[0].entry(i, strings.Split(runs[0].Users, "\n")[i]))
+		}
+		return err
 	})
 	if err != nil {
 		return nil, unavailable(fmt.Sprintf("transitions of %s/%d", eventID, seq), err)

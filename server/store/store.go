@@ -225,7 +225,7 @@ func (s *Store) retry(ctx context.Context, every time.Duration, log *slog.Logger
 var droppedIndexes = []string{"idx_entries_event_user"}
 
 func (s *Store) migrate(ctx context.Context) error {
-	models := []any{&EventRow{}, &Entry{}, &Transition{}, &Order{}, &PriorityGrant{}, &OrderConflict{}}
+	models := []any{&EventRow{}, &Entry{}, &JoinRun{}, &Transition{}, &Order{}, &PriorityGrant{}, &OrderConflict{}}
 	models = append(models, dropModels...)
 	models = append(models, &PressRow{})
 	db := s.db.WithContext(ctx)
