@@ -2,10 +2,10 @@ package store
 
 import "context"
 
-// RunRows returns the event's join_runs rows in first-seq order, for the
+// RunRows returns the event's join_runs rows in key order, for the
 // tests that check how WriteRecords stores runs.
 func (s *Store) RunRows(ctx context.Context, eventID string) ([]JoinRun, error) {
 	var rows []JoinRun
-	err := s.db.WithContext(ctx).Where("event_id = ?", eventID).Order("first_seq").Find(&rows).Error
+	err := s.db.WithContext(ctx).Where("event_id = ?", eventID).Order("first_seq, stream_id").Find(&rows).Error
 	return rows, err
 }

@@ -135,6 +135,49 @@ func TestJoinRunsAreStreamEntries(t *testing.T) {
 	}
 }
 
+// A Redis that lost its last writes hands their seqs out again: a run
+// that starts where a lost one did and reaches further keeps the tokens
+// past it, the first run written keeps the seqs both hold, and a record
+// twice in one batch makes no run of its own.
+func TestJoinRunsSeqsHandedOutAgain(t *testing.T) {
+	t.Parallel()
+	lost := joinEntry("8000-0", 100, 3, "a", "", t0)
+	again := joinEntry("9000-0", 100, 10, "b", "", t0.Add(time.Second))
+	inside := joinEntry("9500-0", 101, 3, "c", "", t0.Add(2*time.Second))
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			s := storetest.MustOpen(t, dialect)
+			mustWrite(t, ctx, s, lost)
+			mustWrite(t, ctx, s, append(slices.Clone(again), again[0], again[9]))
+			mustWrite(t, ctx, s, inside)
+			runs, err := s.RunRows(ctx, "ev1")
+			if err != nil || len(runs) != 3 || runs[0].N != 3 || runs[1].N != 10 || runs[2].N != 3 {
+				t.Fatalf("runs = %+v, %v; want the three, whole", runs, err)
+			}
+			es, err := s.Entries(ctx, "ev1")
+			if err != nil || len(es) != 10 {
+				t.Fatalf("%d entries, %v; want seqs 100-109", len(es), err)
+			}
+			for i, e := range es {
+				seq := int64(100 + i)
+				want, key := fmt.Sprintf("b%d", seq), fmt.Sprintf("9000-0/%d", i+1)
+				if seq < 103 {
+					want, key = fmt.Sprintf("a%d", seq), fmt.Sprintf("8000-0/%d", i+1)
+				}
+				if e.Seq != seq || e.UserID != want || e.JoinedID != key {
+					t.Errorf("entry %d: %+v, want %s joined by %s", seq, e, want, key)
+				}
+				trs, err := s.Transitions(ctx, "ev1", seq)
+				if err != nil || len(trs) != 1 || trs[0].StreamID != key || trs[0].UserID != want {
+					t.Errorf("transitions of %d: %+v, %v; want the joined record %s", seq, trs, err, key)
+				}
+			}
+		})
+	}
+}
+
 // Writers racing with overlapping batches, each entry's joins in several
 // of them in different orders, leave one run per entry and every token
 // once: on PostgreSQL they lock the runs and then the entries in key

@@ -137,8 +137,8 @@ type Entry struct {
 func (Entry) TableName() string { return "entries" }
 
 // JoinRun is a row of the join_runs table: the joined records of one stream
-// entry (a join script's run, a draw's batch), tokens FirstSeq to
-// FirstSeq+N-1 in order. A token's joined record lives here, not in its
+// entry (a join script's run, a draw's batch) with consecutive seqs, tokens
+// FirstSeq to FirstSeq+N-1 in order. A token's joined record lives here, not in its
 // entries row, so a burst of joins costs a row per run instead of one per
 // token; a token that has only joined has no entries row at all. Entries
 // and Transitions fold the runs back in.
@@ -150,8 +150,11 @@ type JoinRun struct {
 	JoinedAt time.Time `gorm:"column:joined_at;not null"`
 	// StreamID and FirstPart name the first token's joined record
 	// (queue.Record.ID and Part); the next token's is part FirstPart+1,
-	// unless FirstPart is 0 (a one-record entry).
-	StreamID  string `gorm:"column:stream_id;not null"`
+	// unless FirstPart is 0 (a one-record entry). StreamID is in the key:
+	// a Redis that lost its last second of writes (appendfsync everysec, a
+	// failover) hands the same seqs out again, in a run that may start
+	// where a lost one did and reach further.
+	StreamID  string `gorm:"column:stream_id;primaryKey"`
 	FirstPart int    `gorm:"column:first_part;not null"`
 	// Lanes is "" when every token is in the normal lane, otherwise a
 	// letter per token: 'p' for the priority lane, 'n' for the normal one.

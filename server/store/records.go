@@ -130,8 +130,8 @@ type entryKey struct {
 // and an order per done record that carries an OrderID.
 //
 // It is idempotent, so a batch redelivered after a crash, whole or in part,
-// changes nothing: runs (keyed by event and first seq; a stream entry makes
-// the same runs whatever batch it is read in), transitions (keyed by event
+// changes nothing: runs (keyed by event, first seq and stream id; a stream
+// entry makes the same runs whatever batch it is read in), transitions (keyed by event
 // and stream id) and orders (keyed by order id, and by event and seat) are
 // inserted with ON CONFLICT DO NOTHING, and an entry's status only moves to a record that supersedes the
 // stored one — a later stage of the life cycle, or the same stage at a later
@@ -321,9 +321,12 @@ type pending struct {
 // come. It sorts joined.
 func writeJoinRuns(rows *jsonRows, joined []queue.Record) {
 	// Stream order already, but for tests and batches put together by hand.
-	slices.SortFunc(joined, func(a, b queue.Record) int {
+	key := func(a, b queue.Record) int {
 		return cmp.Or(cmp.Compare(a.EventID, b.EventID), cmp.Compare(a.ID, b.ID), cmp.Compare(a.Part, b.Part))
-	})
+	}
+	slices.SortFunc(joined, key)
+	// A record twice in the batch would start a run of its own.
+	joined = slices.CompactFunc(joined, func(a, b queue.Record) bool { return key(a, b) == 0 })
 	var starts []int
 	for i, r := range joined {
 		if i == 0 || !follows(joined[i-1], r) {
@@ -339,7 +342,7 @@ func writeJoinRuns(rows *jsonRows, joined []queue.Record) {
 		runs[k] = joined[i:end]
 	}
 	slices.SortFunc(runs, func(a, b []queue.Record) int {
-		return cmp.Or(cmp.Compare(a[0].EventID, b[0].EventID), cmp.Compare(a[0].Seq, b[0].Seq))
+		return cmp.Or(cmp.Compare(a[0].EventID, b[0].EventID), cmp.Compare(a[0].Seq, b[0].Seq), cmp.Compare(a[0].ID, b[0].ID))
 	})
 	var lanes []byte
 	for _, run := range runs {
@@ -513,15 +516,18 @@ func earliest(cur *time.Time, at time.Time) *time.Time {
 // entries rows, with the tokens of its join runs (JoinRun) folded in; a
 // token that has only joined is one of its run's.
 func (s *Store) Entries(ctx context.Context, eventID string) ([]Entry, error) {
+	// Not in one transaction: on SQLite that would hold the write lock
+	// (BEGIN IMMEDIATE) while a large event is read. The runs come first,
+	// so a batch written between the two reads can only add entries rows
+	// whose joined record is missing, never leave a token at a status it
+	// has left behind.
 	var rows []Entry
 	var runs []JoinRun
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Where("event_id = ?", eventID).Order("seq").Find(&rows).Error; err != nil {
-			return err
-		}
-		return tx.Where("event_id = ?", eventID).Order("first_seq").Find(&runs).Error
-	})
-	if err != nil {
+	db := s.db.WithContext(ctx)
+	if err := db.Where("event_id = ?", eventID).Order("first_seq, stream_id").Find(&runs).Error; err != nil {
+		return nil, unavailable("entries of "+eventID, err)
+	}
+	if err := db.Where("event_id = ?", eventID).Order("seq").Find(&rows).Error; err != nil {
 		return nil, unavailable("entries of "+eventID, err)
 	}
 	for i := range rows {
@@ -544,8 +550,9 @@ func (s *Store) Entries(ctx context.Context, eventID string) ([]Entry, error) {
 			case len(rows) > 0 && rows[0].Seq == j.Seq:
 				out, rows = append(out, rows[0].joined(j)), rows[1:]
 			case len(out) > 0 && out[len(out)-1].Seq >= j.Seq:
-				// Two runs hold the token (two joined records of one
-				// token, which no script writes): the first run's stays.
+				// Two runs hold the seq (Redis handed it out again after
+				// losing its last writes): the first run's token stays,
+				// as the first entries row written did before runs.
 			default:
 				out = append(out, j)
 			}
@@ -573,9 +580,12 @@ func (s *Store) Transitions(ctx context.Context, eventID string, seq int64) ([]T
 		if len(es) > 0 {
 			return nil
 		}
+		// The run Entries takes the token from: the first, in key order,
+		// of those that hold the seq.
 		var runs []JoinRun
-		err := tx.Where("event_id = ? AND first_seq <= ?", eventID, seq).Order("first_seq DESC").Limit(1).Find(&runs).Error
-		if err == nil && len(runs) > 0 && seq < runs[0].FirstSeq+int64(runs[0].N) {
+		err := tx.Where("event_id = ? AND first_seq <= ? AND first_seq + n > ?", eventID, seq, seq).
+			Order("first_seq, stream_id").Limit(1).Find(&runs).Error
+		if err == nil && len(runs) > 0 {
 			i := int(seq - runs[0].FirstSeq)
 			es = append(es, runs[0].entry(i, strings.Split(runs[0].Users, "\n")[i]))
 		}
