@@ -510,10 +510,10 @@ func TestWriteRecords(t *testing.T) {
 }
 
 // TestWriteRecordsSplitBatches has two writers redeliver overlapping
-// batches that split the same tokens differently between runs of joins
-// (a token with only its joined record) and whole rows (one admitted too):
-// no write fails, as writers locking rows in two orders would deadlock on
-// PostgreSQL, and both end in the same state.
+// batches: the same joins, interleaved from two stream entries, each with
+// the admitted records of the other's tokens. No write fails, as writers
+// locking rows in two orders would deadlock on PostgreSQL, and both end in
+// the same state.
 func TestWriteRecordsSplitBatches(t *testing.T) {
 	t.Parallel()
 	for _, dialect := range storetest.Dialects {
