@@ -138,10 +138,10 @@ func (Entry) TableName() string { return "entries" }
 
 // JoinRun is a row of the join_runs table: the joined records of one stream
 // entry (a join script's run, a draw's batch) with consecutive seqs, tokens
-// FirstSeq to FirstSeq+N-1 in order. A token's joined record lives here, not in its
-// entries row, so a burst of joins costs a row per run instead of one per
-// token; a token that has only joined has no entries row at all. Entries
-// and Transitions fold the runs back in.
+// FirstSeq to FirstSeq+N-1 in order. A token's joined record lives here,
+// not in its entries row, so a burst of joins costs a row per run instead
+// of one per token; a token that has only joined has no entries row at
+// all. Entries and Transitions fold the runs back in.
 type JoinRun struct {
 	EventID  string `gorm:"column:event_id;primaryKey"`
 	FirstSeq int64  `gorm:"column:first_seq;primaryKey;autoIncrement:false"`
@@ -174,25 +174,20 @@ func (r JoinRun) entries() []Entry {
 	for i := range r.N {
 		var user string
 		user, users, _ = strings.Cut(users, "\n")
-		out = append(out, r.entry(i, user))
+		at := r.JoinedAt.UTC()
+		part := 0
+		if r.FirstPart > 0 {
+			part = r.FirstPart + i
+		}
+		lane := queue.LaneNormal
+		if i < len(r.Lanes) && r.Lanes[i] == 'p' {
+			lane = queue.LanePriority
+		}
+		out = append(out, Entry{EventID: r.EventID, Seq: r.FirstSeq + int64(i), UserID: user, UserType: queue.TypeOf(user),
+			Status: queue.StatusWaiting, StatusAt: at, JoinedAt: &at, Lane: lane,
+			JoinedID: queue.Record{ID: r.StreamID, Part: part}.Key()})
 	}
 	return out
-}
-
-// entry is the entries row of the run's i'th token, user.
-func (r JoinRun) entry(i int, user string) Entry {
-	at := r.JoinedAt.UTC()
-	part := 0
-	if r.FirstPart > 0 {
-		part = r.FirstPart + i
-	}
-	lane := queue.LaneNormal
-	if i < len(r.Lanes) && r.Lanes[i] == 'p' {
-		lane = queue.LanePriority
-	}
-	return Entry{EventID: r.EventID, Seq: r.FirstSeq + int64(i), UserID: user, UserType: queue.TypeOf(user),
-		Status: queue.StatusWaiting, StatusAt: at, JoinedAt: &at, Lane: lane,
-		JoinedID: queue.Record{ID: r.StreamID, Part: part}.Key()}
 }
 
 // joined is e with what j, its token's entry from a join run, knows and e

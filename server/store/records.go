@@ -586,8 +586,7 @@ func (s *Store) Transitions(ctx context.Context, eventID string, seq int64) ([]T
 		err := tx.Where("event_id = ? AND first_seq <= ? AND first_seq + n > ?", eventID, seq, seq).
 			Order("first_seq, stream_id").Limit(1).Find(&runs).Error
 		if err == nil && len(runs) > 0 {
-			i := int(seq - runs[0].FirstSeq)
-			es = append(es, runs[0].entry(i, strings.Split(runs[0].Users, "\n")[i]))
+			es = append(es, runs[0].entries()[seq-runs[0].FirstSeq])
 		}
 		return err
 	})
