@@ -21,7 +21,7 @@ import (
 
 func main() {
 	root := &cobra.Command{Use: "rushline-bench", Short: "Measure rushline on this machine", SilenceUsage: true, SilenceErrors: true}
-	root.AddCommand(pushCmd(), dropCmd(), runCmd(), naiveCmd(), compareCmd(), reportCmd())
+	root.AddCommand(pushCmd(), dropCmd(), runCmd(), abCmd(), naiveCmd(), compareCmd(), reportCmd())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {
@@ -144,6 +144,59 @@ func runCmd() *cobra.Command {
 	f.IntVar(&cfg.Drop.People, "drop-people", cfg.Drop.People, "people racing the drop step over SSE")
 	f.StringVar(&cfg.Host, "host", cfg.Host, "machine name in the result file name")
 	f.StringVar(&out, "out", "bench/results", "folder for <date>-<host>.json and .md")
+	return cmd
+}
+
+func abCmd() *cobra.Command {
+	host, _ := os.Hostname()
+	cfg := bench.ABConfig{Rounds: 10, Duration: 6 * time.Second, Connections: 64, Warmup: bench.DefaultWarmup, Progress: os.Stderr}
+	var builds []string
+	var out string
+	cmd := &cobra.Command{
+		Use:   "ab",
+		Short: "Compare rushline-server builds round by round: server and Redis CPU per join against the HTTP floor, Redis's commands per join",
+		Long: "Each build (--build NAME=BIN, repeated; the first is the one the others are compared with) gets a Redis of its own.\n" +
+			"Every round, each build and the HTTP floor take new joins in turn, each alone: the others are stopped (SIGSTOP).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			cfg.NaiveCmd, cfg.Host = []string{self, "naive"}, host
+			for _, b := range builds {
+				name, bin, ok := strings.Cut(b, "=")
+				if !ok || name == "" || bin == "" {
+					return fmt.Errorf("--build %q: want NAME=BIN", b)
+				}
+				cfg.Builds = append(cfg.Builds, bench.ABBuild{Name: name, Bin: bin})
+			}
+			res, err := bench.AB(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if err := bench.ABMarkdown(os.Stdout, res); err != nil {
+				return err
+			}
+			if out == "" {
+				return nil
+			}
+			paths, err := bench.WriteABFiles(res, out, res.Date.Format("2006-01-02")+"-ab-"+host)
+			if err == nil {
+				fmt.Fprintf(os.Stderr, "wrote %s\n", strings.Join(paths, ", "))
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&builds, "build", []string{"current=bin/rushline-server"}, "a build to measure, as NAME=BIN (repeat the flag for more)")
+	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds; every server takes one load a round")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of one load")
+	f.IntVar(&cfg.Connections, "connections", cfg.Connections, "closed-loop clients")
+	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "joins each server takes, unrecorded, before the first round")
+	f.StringVar(&cfg.ProfileDir, "profile", "", "save a CPU profile of each build over its last round into this folder (<name>/profile.pb.gz)")
+	f.StringVar(&host, "host", host, "machine name in the result")
+	f.StringVar(&out, "out", "", "also write <date>-ab-<host>.json and .md into this folder")
 	return cmd
 }
 

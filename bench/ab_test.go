@@ -1,0 +1,147 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rushline/rushline/server/queue"
+)
+
+func TestABMarkdownGolden(t *testing.T) {
+	res := &ABResult{
+		Date: time.Date(2026, 11, 27, 14, 0, 0, 0, time.UTC), Host: "golden", CPUs: 2, Go: "go1.26.8", RedisVersion: "7.0.15",
+		Settings: Settings{DurationS: 6, Rounds: 3, Connections: 64},
+		Floor:    []float64{28, 30, 29},
+		Builds: []ABBuildRound{
+			{Name: "old", ServerCPU: []float64{40, 42, 39}, RedisCPU: []float64{6.5, 6.9, 6.4}, RPS: []float64{19000, 18500, 19500},
+				Joins: 340_000, RedisMicros: 340_000 * 6.6,
+				Commands: []CommandCost{{"evalsha", 1.0 / 40, 5.6}, {"zadd", 1.0 / 40, 2}, {"xreadgroup", 0.001, 0.1}}},
+			{Name: "new", ServerCPU: []float64{37, 43, 36}, RedisCPU: []float64{6.0, 6.1, 6.2}, RPS: []float64{20000, 18000, 20500},
+				Joins: 350_000, Errors: 2, RedisMicros: 350_000 * 6.1,
+				Commands: []CommandCost{{"evalsha", 1.0 / 41, 5.2}, {"zadd", 1.0 / 41, 1.9}, {"xack", 0.001, 0.05}}},
+		},
+	}
+	var b bytes.Buffer
+	if err := ABMarkdown(&b, res); err != nil {
+		t.Fatal(err)
+	}
+	MustMatchGolden(t, "ab.md.golden", b.Bytes())
+}
+
+func TestAddCommands(t *testing.T) {
+	stats := func(kv ...any) map[string][2]int64 {
+		m := map[string][2]int64{}
+		for i := 0; i < len(kv); i += 3 {
+			m[kv[i].(string)] = [2]int64{int64(kv[i+1].(int)), int64(kv[i+2].(int))}
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name          string
+		costs         []CommandCost
+		before, after map[string][2]int64
+		prev, ok      int
+		want          []CommandCost
+	}{
+		{
+			name:   "first load, info left out, unchanged commands left out, costliest first",
+			before: stats("evalsha", 10, 1000, "info", 5, 50, "get", 3, 9),
+			after:  stats("evalsha", 20, 3000, "info", 9, 90, "get", 3, 9, "zadd", 10, 800),
+			ok:     400,
+			want:   []CommandCost{{"evalsha", 10.0 / 400, 2000.0 / 400}, {"zadd", 10.0 / 400, 800.0 / 400}},
+		},
+		{
+			name:   "a second load folds in by joins",
+			costs:  []CommandCost{{"evalsha", 0.025, 5}, {"zadd", 0.025, 2}},
+			before: stats("evalsha", 20, 3000, "zadd", 10, 800, "xack", 0, 0),
+			after:  stats("evalsha", 60, 6000, "zadd", 50, 2000, "xack", 2, 300),
+			prev:   400, ok: 600,
+			want: []CommandCost{{"evalsha", (10 + 40.0) / 1000, (2000 + 3000.0) / 1000}, {"zadd", (10 + 40.0) / 1000, (800 + 1200.0) / 1000},
+				{"xack", 2.0 / 1000, 300.0 / 1000}},
+		},
+		{name: "no joins, nothing to divide by", costs: nil, before: stats(), after: stats("evalsha", 1, 1), want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := addCommands(tc.costs, tc.before, tc.after, tc.prev, tc.ok)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				w := tc.want[i]
+				if got[i].Command != w.Command || !near(got[i].Calls, w.Calls) || !near(got[i].Micros, w.Micros) {
+					t.Errorf("[%d] = %+v, want %+v", i, got[i], w)
+				}
+			}
+		})
+	}
+}
+
+func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+
+func TestABNeedsABuild(t *testing.T) {
+	if _, err := AB(context.Background(), ABConfig{}); err == nil || !strings.Contains(err.Error(), "at least one build") {
+		t.Fatalf("AB without builds: %v", err)
+	}
+}
+
+// TestABSmoke runs two builds (the same binary) against the floor for two
+// short rounds and checks every round of every server is there, with
+// Redis's commands per join. It asserts no timings.
+func TestABSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bench smoke test: runs in make test")
+	}
+	t.Parallel() // its own servers and Redis; it asserts no timings
+	bin := t.TempDir()
+	server := MustBuild(t, bin, "rushline-server", "../server")
+	var progress bytes.Buffer
+	cfg := ABConfig{
+		Builds:   []ABBuild{{"a", server}, {"b", server}},
+		NaiveCmd: []string{MustBuild(t, bin, "rushline-bench", "./cmd/rushline-bench"), "naive"},
+		Rounds:   2, Duration: 400 * time.Millisecond, Connections: 4, Warmup: 200 * time.Millisecond,
+		ProfileDir: t.TempDir(), Host: "smoke", Progress: &progress,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := AB(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Floor) != 2 || res.RedisVersion == "" {
+		t.Errorf("floor rounds %v, redis %q", res.Floor, res.RedisVersion)
+	}
+	if len(res.Builds) != 2 {
+		t.Fatalf("%d builds, want 2", len(res.Builds))
+	}
+	for _, b := range res.Builds {
+		if len(b.ServerCPU) != 2 || len(b.RedisCPU) != 2 || len(b.RPS) != 2 || b.Joins == 0 || b.Errors != 0 {
+			t.Errorf("%s: server %v, redis %v, rps %v, %d joins, %d errors", b.Name, b.ServerCPU, b.RedisCPU, b.RPS, b.Joins, b.Errors)
+		}
+		// Every join of a paused event runs join.lua: at most one script
+		// call a join, at least one for every 128.
+		if s := b.joinsPerScript(); s < 1 || s > queue.MaxBatchSize {
+			t.Errorf("%s: %.1f joins per script call", b.Name, s)
+		}
+		if c, ok := b.command("zadd"); !ok || c.Calls <= 0 {
+			t.Errorf("%s: no zadd in %v", b.Name, b.Commands)
+		}
+		if _, ok := b.command("info"); ok {
+			t.Errorf("%s: the bench's own INFO counted", b.Name)
+		}
+		if st, err := os.Stat(filepath.Join(cfg.ProfileDir, b.Name, "profile.pb.gz")); err != nil || st.Size() == 0 {
+			t.Errorf("%s: no CPU profile of the last round (%v)", b.Name, err)
+		}
+	}
+	if n := strings.Count(progress.String(), "[round "); n != 6 {
+		t.Errorf("%d progress lines, want 2 rounds × 3 servers:\n%s", n, progress.String())
+	}
+	paths, err := WriteABFiles(res, t.TempDir(), "smoke")
+	if err != nil || len(paths) != 2 {
+		t.Fatalf("WriteABFiles: %v %v", paths, err)
+	}
+}
