@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"slices"
 	"sync/atomic"
@@ -210,8 +211,15 @@ func (l load) run(ctx context.Context, tot *loadTotals, meter cpuMeter) {
 		return nil
 	}
 	w := uint64(l.workers)
-	atk := vegeta.NewAttacker(vegeta.Workers(w), vegeta.MaxWorkers(w), vegeta.Connections(l.workers),
-		vegeta.MaxConnections(l.workers), vegeta.Timeout(30*time.Second), vegeta.Redirects(vegeta.NoFollow))
+	// A transport of the load's own, closed after it: vegeta's keeps its
+	// connections open for good, so every load would leave its workers'
+	// connections (and a goroutine each) idle in the servers and in this
+	// process, for the later loads' garbage collections to scan.
+	transport := &http.Transport{MaxIdleConnsPerHost: l.workers, MaxConnsPerHost: l.workers,
+		DialContext: (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext}
+	defer transport.CloseIdleConnections()
+	atk := vegeta.NewAttacker(vegeta.Client(&http.Client{Transport: transport}), vegeta.Workers(w), vegeta.MaxWorkers(w),
+		vegeta.Timeout(30*time.Second), vegeta.Redirects(vegeta.NoFollow))
 	du := l.duration
 	if l.count > 0 {
 		du = 0
