@@ -2,6 +2,9 @@ package store
 
 import "context"
 
+// MaxJoinRun is maxJoinRun, for the tests of long entries.
+const MaxJoinRun = maxJoinRun
+
 // RunRows returns the event's join_runs rows in key order, for the
 // tests that check how WriteRecords stores runs.
 func (s *Store) RunRows(ctx context.Context, eventID string) ([]JoinRun, error) {

@@ -135,6 +135,60 @@ func TestJoinRunsAreStreamEntries(t *testing.T) {
 	}
 }
 
+// An entry longer than a join_runs row holds goes in rows of MaxJoinRun
+// tokens, cut by part whatever order its records come in, and Transitions
+// finds each token in the row that starts less than MaxJoinRun below it.
+func TestJoinRunsLongEntry(t *testing.T) {
+	t.Parallel()
+	n := store.MaxJoinRun + 44
+	long := joinEntry("8000-0", 1, n, "c", "", t0)
+	reversed := slices.Clone(long)
+	slices.Reverse(reversed)
+	wantRuns := []store.JoinRun{
+		{EventID: "ev1", FirstSeq: 1, N: store.MaxJoinRun, JoinedAt: t0, StreamID: "8000-0", FirstPart: 1,
+			Users: strings.Join(usersOf(long[:store.MaxJoinRun]), "\n")},
+		{EventID: "ev1", FirstSeq: int64(store.MaxJoinRun + 1), N: 44, JoinedAt: t0, StreamID: "8000-0",
+			FirstPart: store.MaxJoinRun + 1, Users: strings.Join(usersOf(long[store.MaxJoinRun:]), "\n")},
+	}
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			s := storetest.MustOpen(t, dialect)
+			if err := s.CreateEvent(ctx, testEvent("ev1", t0)); err != nil {
+				t.Fatal(err)
+			}
+			for _, batch := range [][]queue.Record{reversed, long} {
+				mustWrite(t, ctx, s, slices.Clone(batch))
+				runs, err := s.RunRows(ctx, "ev1")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for j := range runs {
+					runs[j].JoinedAt = runs[j].JoinedAt.UTC()
+				}
+				mustEqual(t, "runs", runs, wantRuns)
+			}
+			snap := mustSnapshot(t, ctx, s, "ev1")
+			if len(snap.Entries) != n {
+				t.Fatalf("%d entries, want %d", len(snap.Entries), n)
+			}
+			for _, seq := range []int64{1, int64(store.MaxJoinRun), int64(store.MaxJoinRun + 1), int64(n)} {
+				user := fmt.Sprintf("c%d", seq)
+				if e := snap.Entries[seq-1]; e.Seq != seq || e.UserID != user || e.JoinedID != fmt.Sprintf("8000-0/%d", seq) {
+					t.Errorf("entry %d: %+v, want %s joined by 8000-0/%d", seq, e, user, seq)
+				}
+				mustEqual(t, fmt.Sprint("transitions of ", seq), transitionsOf(t, snap.Transitions[seq]), []store.Transition{
+					{StreamID: fmt.Sprintf("8000-0/%d", seq), EventID: "ev1", Seq: seq, UserID: user, Status: queue.StatusWaiting, At: t0},
+				})
+			}
+			if trs, err := s.Transitions(ctx, "ev1", int64(n+1)); err != nil || len(trs) != 0 {
+				t.Errorf("transitions of seq %d, past every run: %+v, %v", n+1, trs, err)
+			}
+		})
+	}
+}
+
 // A Redis that lost its last writes hands their seqs out again: a run
 // that starts where a lost one did and reaches further keeps the tokens
 // past it, the first run written keeps the seqs both hold, and a record

@@ -329,7 +329,9 @@ func writeJoinRuns(rows *jsonRows, joined []queue.Record) {
 	joined = slices.CompactFunc(joined, func(a, b queue.Record) bool { return key(a, b) == 0 })
 	var starts []int
 	for i, r := range joined {
-		if i == 0 || !follows(joined[i-1], r) {
+		// A long entry goes in rows of maxJoinRun, cut by part so that
+		// any batch holding the entry cuts it alike.
+		if i == 0 || !follows(joined[i-1], r) || (r.Part-1)%maxJoinRun == 0 {
 			starts = append(starts, i)
 		}
 	}
@@ -361,6 +363,12 @@ func writeJoinRuns(rows *jsonRows, joined []queue.Record) {
 			str(string(lanes)).lines(len(run), func(i int) string { return run[i].UserID }).end()
 	}
 }
+
+// maxJoinRun caps the tokens of one join_runs row, so that the run holding
+// a seq starts less than maxJoinRun below it and Transitions reads at most
+// that many rows to find it. A stream entry holds at most
+// queue.MaxBatchSize joined records, so today every entry is one row.
+const maxJoinRun = 256
 
 // follows reports whether joined record r may follow p in a run: the next
 // seq and part of the same stream entry.
@@ -581,9 +589,11 @@ func (s *Store) Transitions(ctx context.Context, eventID string, seq int64) ([]T
 			return nil
 		}
 		// The run Entries takes the token from: the first, in key order,
-		// of those that hold the seq.
+		// of those that hold the seq, which start less than maxJoinRun
+		// below it (a range of the key, not a scan of the event's runs).
 		var runs []JoinRun
-		err := tx.Where("event_id = ? AND first_seq <= ? AND first_seq + n > ?", eventID, seq, seq).
+		err := tx.Where("event_id = ? AND first_seq <= ? AND first_seq > ? AND first_seq + n > ?",
+			eventID, seq, seq-maxJoinRun, seq).
 			Order("first_seq, stream_id").Limit(1).Find(&runs).Error
 		if err == nil && len(runs) > 0 {
 			es = append(es, runs[0].entries()[seq-runs[0].FirstSeq])
