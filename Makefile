@@ -37,7 +37,7 @@ SHELL     := bash
 # the GOFLAGS go env already has (e.g. -buildvcs=false).
 export GOFLAGS := $(strip $(shell $(GO) env GOFLAGS) -trimpath)
 
-.PHONY: run build test test-short lint fuzz bench bench-go bench-compare bench-push bench-drop deps test-deps
+.PHONY: run build test test-short lint fuzz bench bench-go bench-compare bench-ab bench-push bench-drop deps test-deps
 
 ## run: the server on its embedded default (private redis-server or miniredis, SQLite in ./data) plus the web page
 run: deps build
@@ -91,6 +91,11 @@ bench-go: deps
 ## bench-compare: every figure of two result files with its change, e.g. make bench-compare OLD=a.json NEW=b.json
 bench-compare: build
 	$(BIN)/rushline-bench compare $(OLD) $(NEW)
+
+## bench-ab: this tree's server against another build, OLD=path/to/rushline-server (leave it out to read this build
+## alone): server and Redis CPU per join against the HTTP floor, ten rounds, each server alone while measured
+bench-ab: deps build
+	$(BIN)/rushline-bench ab $(if $(OLD),--build old=$(OLD)) --build new=$(BIN)/rushline-server
 
 ## bench-push: 10,000 SSE streams against one server process, all promoted (latency, RSS, Redis commands per tick)
 bench-push: deps build

@@ -58,12 +58,12 @@ type ABResult struct {
 	RedisVersion string    `json:"redis_version"`
 	Settings     Settings  `json:"settings"`
 	// Floor is the HTTP floor's server CPU µs per join, round by round.
-	Floor  []float64      `json:"floor"`
-	Builds []ABBuildRound `json:"builds"`
+	Floor  []float64        `json:"floor"`
+	Builds []ABBuildFigures `json:"builds"`
 }
 
-// ABBuildRound is one build's figures, round by round.
-type ABBuildRound struct {
+// ABBuildFigures is one build's figures, round by round.
+type ABBuildFigures struct {
 	Name string `json:"name"`
 	// ServerCPU and RedisCPU are µs of CPU per answered join; RPS joins
 	// answered per second.
@@ -99,7 +99,7 @@ type abServer struct {
 	rdb  *redis.Client
 	// joins so far: bot ids stay new over the rounds.
 	joins uint64
-	res   *ABBuildRound
+	res   *ABBuildFigures
 }
 
 // pids are the processes to stop while another server is measured.
@@ -169,7 +169,7 @@ func AB(ctx context.Context, cfg ABConfig) (res *ABResult, err error) {
 		}
 	}
 	for _, s := range servers[1:] {
-		res.Builds = append(res.Builds, ABBuildRound{Name: s.name})
+		res.Builds = append(res.Builds, ABBuildFigures{Name: s.name})
 	}
 	for i, s := range servers[1:] {
 		s.res = &res.Builds[i]
@@ -522,7 +522,7 @@ func lowerIn(a, b []float64) string {
 }
 
 // command is the build's cost of one command.
-func (r ABBuildRound) command(name string) (CommandCost, bool) {
+func (r ABBuildFigures) command(name string) (CommandCost, bool) {
 	for _, c := range r.Commands {
 		if c.Command == name {
 			return c, true
@@ -533,7 +533,7 @@ func (r ABBuildRound) command(name string) (CommandCost, bool) {
 
 // joinsPerScript is the build's joins per script call (EVAL and EVALSHA),
 // 0 with none.
-func (r ABBuildRound) joinsPerScript() float64 {
+func (r ABBuildFigures) joinsPerScript() float64 {
 	calls := 0.0
 	for _, name := range []string{"eval", "evalsha"} {
 		c, _ := r.command(name)
@@ -547,7 +547,7 @@ func (r ABBuildRound) joinsPerScript() float64 {
 
 // commandNames lists every build's commands, costliest first by the first
 // build that ran them.
-func commandNames(builds []ABBuildRound) []string {
+func commandNames(builds []ABBuildFigures) []string {
 	var names []string
 	for _, r := range builds {
 		for _, c := range r.Commands {

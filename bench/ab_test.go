@@ -17,7 +17,7 @@ func TestABMarkdownGolden(t *testing.T) {
 		Date: time.Date(2026, 11, 27, 14, 0, 0, 0, time.UTC), Host: "golden", CPUs: 2, Go: "go1.26.8", RedisVersion: "7.0.15",
 		Settings: Settings{DurationS: 6, Rounds: 3, Connections: 64},
 		Floor:    []float64{28, 30, 29},
-		Builds: []ABBuildRound{
+		Builds: []ABBuildFigures{
 			{Name: "old", ServerCPU: []float64{40, 42, 39}, RedisCPU: []float64{6.5, 6.9, 6.4}, RPS: []float64{19000, 18500, 19500},
 				Joins: 340_000, RedisMicros: 340_000 * 6.6,
 				Commands: []CommandCost{{"evalsha", 1.0 / 40, 5.6}, {"zadd", 1.0 / 40, 2}, {"xreadgroup", 0.001, 0.1}}},
