@@ -27,10 +27,15 @@ type ABBuild struct {
 	Name, Bin string
 }
 
-// ABConfig sets up an A/B run: builds of rushline-server taking new joins in
-// turns with the HTTP floor, each alone on the machine while it is measured.
+// ABConfig sets up an A/B run: builds of rushline-server taking new joins
+// (or status reads) in turns with the HTTP floor, each alone on the machine
+// while it is measured.
 type ABConfig struct {
 	Builds []ABBuild
+	// Op is what the loads send: OpJoin (new users; "" too) or OpStatus
+	// (the status of Tokens tokens spread over the line, round robin).
+	Op     string
+	Tokens int
 	// NaiveCmd runs the baseline command; "--floor --addr A" is appended.
 	NaiveCmd []string
 	// Rounds of Duration each: every build and the floor take one load a
@@ -38,7 +43,8 @@ type ABConfig struct {
 	Rounds      int
 	Duration    time.Duration
 	Connections int
-	// Warmup is how long each server takes joins before the first round.
+	// Warmup is how long each server takes joins before the first round
+	// (they also make the line status reads rank).
 	Warmup time.Duration
 	// ProfileDir, when set, gets a CPU profile of each build taken over its
 	// last round: ProfileDir/<name>/profile.pb.gz.
@@ -49,15 +55,17 @@ type ABConfig struct {
 }
 
 // ABResult is one A/B run: every round of every server, and what each
-// build's Redis spent per join by command.
+// build's Redis spent per request by command.
 type ABResult struct {
+	// Op is what the loads sent: OpJoin or OpStatus.
+	Op           string    `json:"op"`
 	Date         time.Time `json:"date"`
 	Host         string    `json:"host"`
 	CPUs         int       `json:"cpus"`
 	Go           string    `json:"go"`
 	RedisVersion string    `json:"redis_version"`
 	Settings     Settings  `json:"settings"`
-	// Floor is the HTTP floor's server CPU µs per join, round by round.
+	// Floor is the HTTP floor's server CPU µs per request, round by round.
 	Floor  []float64        `json:"floor"`
 	Builds []ABBuildFigures `json:"builds"`
 }
@@ -65,14 +73,14 @@ type ABResult struct {
 // ABBuildFigures is one build's figures, round by round.
 type ABBuildFigures struct {
 	Name string `json:"name"`
-	// ServerCPU and RedisCPU are µs of CPU per answered join; RPS joins
-	// answered per second.
+	// ServerCPU and RedisCPU are µs of CPU per answered request; RPS
+	// requests answered per second.
 	ServerCPU []float64 `json:"server_cpu"`
 	RedisCPU  []float64 `json:"redis_cpu"`
 	RPS       []float64 `json:"rps"`
-	// Joins answered over every round, and Errors the requests that were not.
-	Joins  int `json:"joins"`
-	Errors int `json:"errors"`
+	// Requests answered over every round, and Errors those that were not.
+	Requests int `json:"requests"`
+	Errors   int `json:"errors"`
 	// RedisMicros is Redis's CPU time over every round, in µs.
 	RedisMicros float64 `json:"redis_us"`
 	// Commands is what Redis reports it ran for this build over every
@@ -80,14 +88,14 @@ type ABBuildFigures struct {
 	Commands []CommandCost `json:"commands"`
 }
 
-// CommandCost is one Redis command's share of a join.
+// CommandCost is one Redis command's share of a request.
 type CommandCost struct {
 	Command string `json:"command"`
-	// Calls per answered join, and µs Redis spent in it per answered join
-	// by its own clock (commandstats usec: the command's execution, not
-	// reading the request or writing the reply).
-	Calls  float64 `json:"calls_per_join"`
-	Micros float64 `json:"us_per_join"`
+	// Calls per answered request, and µs Redis spent in it per answered
+	// request by its own clock (commandstats usec: the command's
+	// execution, not reading the request or writing the reply).
+	Calls  float64 `json:"calls_per_request"`
+	Micros float64 `json:"us_per_request"`
 }
 
 // abServer is one server an A/B run loads: a build with its own Redis, or
@@ -99,7 +107,9 @@ type abServer struct {
 	rdb  *redis.Client
 	// joins so far: bot ids stay new over the rounds.
 	joins uint64
-	res   *ABBuildFigures
+	// tokens are the queue tokens its status loads read (OpStatus).
+	tokens []string
+	res    *ABBuildFigures
 }
 
 // pids are the processes to stop while another server is measured.
@@ -125,13 +135,20 @@ func AB(ctx context.Context, cfg ABConfig) (res *ABResult, err error) {
 	if len(cfg.Builds) == 0 {
 		return nil, errors.New("bench: ab needs at least one build")
 	}
-	cfg.Rounds = max(cfg.Rounds, 1)
+	switch cfg.Op {
+	case "":
+		cfg.Op = OpJoin
+	case OpJoin, OpStatus:
+	default:
+		return nil, fmt.Errorf("bench: ab measures %s or %s, not %q", OpJoin, OpStatus, cfg.Op)
+	}
+	cfg.Rounds, cfg.Tokens = max(cfg.Rounds, 1), max(cfg.Tokens, 1)
 	dir, logf, cleanup, err := workDir("rushline-bench-ab-*", "servers.log")
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	res = &ABResult{Date: time.Now().UTC().Truncate(time.Second), Host: cfg.Host, CPUs: runtime.NumCPU(), Go: runtime.Version(),
+	res = &ABResult{Op: cfg.Op, Date: time.Now().UTC().Truncate(time.Second), Host: cfg.Host, CPUs: runtime.NumCPU(), Go: runtime.Version(),
 		Settings: Settings{DurationS: cfg.Duration.Seconds(), Rounds: cfg.Rounds, Connections: cfg.Connections}}
 	var servers []*abServer
 	defer func() {
@@ -178,6 +195,11 @@ func AB(ctx context.Context, cfg ABConfig) (res *ABResult, err error) {
 	if err := a.warm(ctx); err != nil {
 		return nil, err
 	}
+	if cfg.Op == OpStatus {
+		if err := a.sampleTokens(ctx); err != nil {
+			return nil, err
+		}
+	}
 	order := slices.Clone(servers)
 	for round := range cfg.Rounds {
 		for _, s := range order {
@@ -218,6 +240,8 @@ type abRun struct {
 	servers []*abServer
 	client  *http.Client
 	res     *ABResult
+	// loads counts the loads measured so far, for the progress lines' ETA.
+	loads int
 }
 
 // alone stops every server and Redis but s's, and lets s's run.
@@ -249,6 +273,50 @@ func (a *abRun) joins(s *abServer, du time.Duration) load {
 	return load{name: "ab " + s.name, workers: a.cfg.Connections, duration: du, target: func(i uint64, t *vegeta.Target) {
 		postTarget(t, url, hdr, fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":"j%d"}`, from+i))
 	}}
+}
+
+// load is one measured load against s: new joins, or status reads of its
+// tokens (the floor answers any token: it reads the first build's).
+func (a *abRun) load(s *abServer) load {
+	if a.cfg.Op != OpStatus {
+		return a.joins(s, a.cfg.Duration)
+	}
+	url := s.srv.URL + "/api/v1/events/" + abEvent + "/queue/"
+	hdr := http.Header{"X-Simulator-Key": {DefaultKeys.Simulator}}
+	tokens := s.tokens
+	if tokens == nil {
+		tokens = a.servers[1].tokens
+	}
+	return load{name: "ab " + s.name, workers: a.cfg.Connections, duration: a.cfg.Duration, target: func(i uint64, t *vegeta.Target) {
+		t.Method, t.URL, t.Header, t.Body = http.MethodGet, url+tokens[i%uint64(len(tokens))], hdr, nil
+	}}
+}
+
+// sampleTokens joins Tokens new users to each build, alone, and keeps
+// their tokens for the status loads: the last of the line, behind every
+// user the warm-up put in it.
+func (a *abRun) sampleTokens(ctx context.Context) error {
+	for _, s := range a.servers[1:] {
+		if err := a.alone(s); err != nil {
+			return err
+		}
+		l := a.joins(s, 0)
+		l.count = a.cfg.Tokens
+		s.tokens = make([]string, a.cfg.Tokens)
+		l.keep = func(i uint64, body []byte) {
+			var j struct{ Token string }
+			if json.Unmarshal(body, &j) == nil {
+				s.tokens[i] = j.Token
+			}
+		}
+		var tot loadTotals
+		l.run(ctx, &tot, cpuMeter{})
+		s.joins += tot.m.Requests
+		if i := slices.Index(s.tokens, ""); i >= 0 {
+			return fmt.Errorf("bench: %s answered join %d of %d without a token", s.name, i+1, a.cfg.Tokens)
+		}
+	}
+	return ctx.Err()
 }
 
 // warm loads each server alone for the warm-up, unrecorded.
@@ -294,8 +362,10 @@ func (a *abRun) measure(ctx context.Context, s *abServer, round int) error {
 	if s.rp != nil {
 		meter.redis = s.rp.Pid()
 	}
-	a.joins(s, a.cfg.Duration).run(ctx, &tot, meter)
-	s.joins += tot.m.Requests
+	a.load(s).run(ctx, &tot, meter)
+	if a.cfg.Op == OpJoin {
+		s.joins += tot.m.Requests
+	}
 	f := tot.figures()
 	if err := <-profiled; err != nil {
 		return fmt.Errorf("bench: profile %s: %w", s.name, err)
@@ -315,8 +385,8 @@ func (a *abRun) measure(ctx context.Context, s *abServer, round int) error {
 	b := s.res
 	b.ServerCPU, b.RedisCPU, b.RPS = append(b.ServerCPU, f.ServerCPU), append(b.RedisCPU, f.RedisCPU), append(b.RPS, f.RPS)
 	ok := f.Requests - f.Errors
-	b.Joins, b.Errors = b.Joins+ok, b.Errors+f.Errors
-	b.Commands = addCommands(b.Commands, stats, after, b.Joins-ok, ok)
+	b.Requests, b.Errors = b.Requests+ok, b.Errors+f.Errors
+	b.Commands = addCommands(b.Commands, stats, after, b.Requests-ok, ok)
 	b.RedisMicros += f.RedisCPU * float64(ok)
 	extra := ""
 	if r := len(b.ServerCPU) - 1; len(a.res.Floor) > r {
@@ -326,10 +396,14 @@ func (a *abRun) measure(ctx context.Context, s *abServer, round int) error {
 	return ctx.Err()
 }
 
+// progress writes a line for the load just measured, with a rough ETA.
 func (a *abRun) progress(round int, name string, f LoadFigures, extra string) {
+	a.loads++
 	if a.cfg.Progress != nil {
-		fmt.Fprintf(a.cfg.Progress, "[round %d/%d] %s: %.0f joins/s, server %.1f µs a join%s\n",
-			round+1, a.cfg.Rounds, name, f.RPS, f.ServerCPU, extra)
+		one, many := opNouns(a.cfg.Op)
+		left := time.Duration(a.cfg.Rounds*len(a.servers)-a.loads) * a.cfg.Duration
+		fmt.Fprintf(a.cfg.Progress, "[round %d/%d] %s: %.0f %s/s, server %.1f µs a %s%s (about %s left)\n",
+			round+1, a.cfg.Rounds, name, f.RPS, many, f.ServerCPU, one, extra, left.Round(time.Second))
 	}
 }
 
@@ -422,32 +496,33 @@ func WriteABFiles(res *ABResult, dir, base string) ([]string, error) {
 
 // ABMarkdown writes an A/B run as Markdown: each build's medians against the
 // floor and against the first build, every round, and Redis's commands per
-// join.
+// request.
 func ABMarkdown(w io.Writer, res *ABResult) error {
 	var b strings.Builder
+	one, many := opNouns(res.Op)
 	names := make([]string, len(res.Builds))
 	for i, r := range res.Builds {
 		names[i] = r.Name
 	}
 	fmt.Fprintf(&b, "# rushline-bench ab: %s against the HTTP floor\n\n", strings.Join(names, ", "))
-	fmt.Fprintf(&b, "%s, %s: %d CPUs, %s, Redis %s. %d round(s) of %s s of new joins to one paused event by %d "+
+	what := "new joins to one paused event"
+	if res.Op == OpStatus {
+		what = "status reads, round robin, of the last users to join one paused event,"
+	}
+	fmt.Fprintf(&b, "%s, %s: %d CPUs, %s, Redis %s. %d round(s) of %s s of %s by %d "+
 		"closed-loop connections. Every build has a Redis of its own; each server takes its load with every other "+
-		"server and Redis stopped, in an order that turns around each round. CPU figures are µs per answered join; "+
+		"server and Redis stopped, in an order that turns around each round. CPU figures are µs per answered %s; "+
 		"a ratio is the median of the round-by-round ratios (loads seconds apart, which a slow stretch of the "+
 		"machine reaches alike).\n\n", res.Date.Format("2006-01-02 15:04 UTC"), res.Host, res.CPUs, res.Go,
-		res.RedisVersion, res.Settings.Rounds, num(res.Settings.DurationS), res.Settings.Connections)
+		res.RedisVersion, res.Settings.Rounds, num(res.Settings.DurationS), what, res.Settings.Connections, one)
 
-	b.WriteString("## Medians\n\n| server | server CPU | ÷ the floor's | Redis CPU | Redis CPU, mean | joins/s | joins per script call | errors |\n" +
-		"|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(&b, "## Medians\n\n| server | server CPU | ÷ the floor's | Redis CPU | Redis CPU, mean | %s/s | %s per script call | errors |\n"+
+		"|---|---:|---:|---:|---:|---:|---:|---:|\n", many, many)
 	fmt.Fprintf(&b, "| floor | %s | 1 | – | – | – | – | – |\n", num(median(res.Floor)))
 	for _, r := range res.Builds {
-		mean := 0.0
-		if r.Joins > 0 {
-			mean = r.RedisMicros / float64(r.Joins)
-		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", r.Name, num(median(r.ServerCPU)),
 			num(roundRatio(r.ServerCPU, res.Floor, median(r.ServerCPU), median(res.Floor))), num(median(r.RedisCPU)),
-			num(mean), num(median(r.RPS)), num(r.joinsPerScript()), r.Errors)
+			num(r.redisMean()), num(median(r.RPS)), num(r.perScript()), r.Errors)
 	}
 	if len(res.Builds) > 1 {
 		base := res.Builds[0]
@@ -479,10 +554,10 @@ func ABMarkdown(w io.Writer, res *ABResult) error {
 		b.WriteString("\n")
 	}
 
-	b.WriteString("\n## Redis per join, by command\n\nCalls per 1,000 answered joins and µs per answered join over every round, by Redis's own clock " +
-		"(INFO commandstats: the wall time of running the command, not reading it or writing its reply). A command a " +
-		"script runs counts on its own row and again inside the script's (evalsha). The last row is Redis's CPU " +
-		"time per join over every round, the event loop and the network included.\n\n| command |")
+	fmt.Fprintf(&b, "\n## Redis per %s, by command\n\nCalls per 1,000 answered %s and µs per answered %s over every round, by Redis's own clock "+
+		"(INFO commandstats: the wall time of running the command, not reading it or writing its reply). A command a "+
+		"script or a MULTI runs counts on its own row and again inside the script's (evalsha) or the EXEC's. The last row is Redis's CPU "+
+		"time per %s over every round, the event loop and the network included.\n\n| command |", one, many, one, one)
 	sep = "|---|"
 	for _, r := range res.Builds {
 		fmt.Fprintf(&b, " %s calls per 1k | %s µs |", r.Name, r.Name)
@@ -499,11 +574,7 @@ func ABMarkdown(w io.Writer, res *ABResult) error {
 	}
 	b.WriteString("| **Redis CPU, mean** |")
 	for _, r := range res.Builds {
-		mean := 0.0
-		if r.Joins > 0 {
-			mean = r.RedisMicros / float64(r.Joins)
-		}
-		fmt.Fprintf(&b, " | %s |", num(mean))
+		fmt.Fprintf(&b, " | %s |", num(r.redisMean()))
 	}
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
@@ -531,9 +602,26 @@ func (r ABBuildFigures) command(name string) (CommandCost, bool) {
 	return CommandCost{}, false
 }
 
-// joinsPerScript is the build's joins per script call (EVAL and EVALSHA),
+// opNouns names one request of op and several.
+func opNouns(op string) (one, many string) {
+	if op == OpStatus {
+		return "status read", "status reads"
+	}
+	return "join", "joins"
+}
+
+// redisMean is the build's Redis CPU µs per answered request over every
+// round, 0 with none answered.
+func (r ABBuildFigures) redisMean() float64 {
+	if r.Requests == 0 {
+		return 0
+	}
+	return r.RedisMicros / float64(r.Requests)
+}
+
+// perScript is the build's requests per script call (EVAL and EVALSHA),
 // 0 with none.
-func (r ABBuildFigures) joinsPerScript() float64 {
+func (r ABBuildFigures) perScript() float64 {
 	calls := 0.0
 	for _, name := range []string{"eval", "evalsha"} {
 		c, _ := r.command(name)

@@ -14,15 +14,15 @@ import (
 
 func TestABMarkdownGolden(t *testing.T) {
 	res := &ABResult{
-		Date: time.Date(2026, 11, 27, 14, 0, 0, 0, time.UTC), Host: "golden", CPUs: 2, Go: "go1.26.8", RedisVersion: "7.0.15",
+		Op: OpJoin, Date: time.Date(2026, 11, 27, 14, 0, 0, 0, time.UTC), Host: "golden", CPUs: 2, Go: "go1.26.8", RedisVersion: "7.0.15",
 		Settings: Settings{DurationS: 6, Rounds: 3, Connections: 64},
 		Floor:    []float64{28, 30, 29},
 		Builds: []ABBuildFigures{
 			{Name: "old", ServerCPU: []float64{40, 42, 39}, RedisCPU: []float64{6.5, 6.9, 6.4}, RPS: []float64{19000, 18500, 19500},
-				Joins: 340_000, RedisMicros: 340_000 * 6.6,
+				Requests: 340_000, RedisMicros: 340_000 * 6.6,
 				Commands: []CommandCost{{"evalsha", 1.0 / 40, 5.6}, {"zadd", 1.0 / 40, 2}, {"xreadgroup", 0.001, 0.1}}},
 			{Name: "new", ServerCPU: []float64{37, 43, 36}, RedisCPU: []float64{6.0, 6.1, 6.2}, RPS: []float64{20000, 18000, 20500},
-				Joins: 350_000, Errors: 2, RedisMicros: 350_000 * 6.1,
+				Requests: 350_000, Errors: 2, RedisMicros: 350_000 * 6.1,
 				Commands: []CommandCost{{"evalsha", 1.0 / 41, 5.2}, {"zadd", 1.0 / 41, 1.9}, {"xack", 0.001, 0.05}}},
 		},
 	}
@@ -83,9 +83,20 @@ func TestAddCommands(t *testing.T) {
 
 func near(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
 
-func TestABNeedsABuild(t *testing.T) {
-	if _, err := AB(context.Background(), ABConfig{}); err == nil || !strings.Contains(err.Error(), "at least one build") {
-		t.Fatalf("AB without builds: %v", err)
+func TestABRefusesABadConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  ABConfig
+		want string
+	}{
+		{"no build", ABConfig{}, "at least one build"},
+		{"an unknown op", ABConfig{Builds: []ABBuild{{"a", "bin/rushline-server"}}, Op: "leave"}, `not "leave"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := AB(context.Background(), tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("AB = %v, want an error with %q", err, tc.want)
+			}
+		})
 	}
 }
 
@@ -119,12 +130,12 @@ func TestABSmoke(t *testing.T) {
 		t.Fatalf("%d builds, want 2", len(res.Builds))
 	}
 	for _, b := range res.Builds {
-		if len(b.ServerCPU) != 2 || len(b.RedisCPU) != 2 || len(b.RPS) != 2 || b.Joins == 0 || b.Errors != 0 {
-			t.Errorf("%s: server %v, redis %v, rps %v, %d joins, %d errors", b.Name, b.ServerCPU, b.RedisCPU, b.RPS, b.Joins, b.Errors)
+		if len(b.ServerCPU) != 2 || len(b.RedisCPU) != 2 || len(b.RPS) != 2 || b.Requests == 0 || b.Errors != 0 {
+			t.Errorf("%s: server %v, redis %v, rps %v, %d joins, %d errors", b.Name, b.ServerCPU, b.RedisCPU, b.RPS, b.Requests, b.Errors)
 		}
 		// Every join of a paused event runs join.lua: at most one script
 		// call a join, at least one for every 128.
-		if s := b.joinsPerScript(); s < 1 || s > queue.MaxBatchSize {
+		if s := b.perScript(); s < 1 || s > queue.MaxBatchSize {
 			t.Errorf("%s: %.1f joins per script call", b.Name, s)
 		}
 		if c, ok := b.command("zadd"); !ok || c.Calls <= 0 {
@@ -137,11 +148,47 @@ func TestABSmoke(t *testing.T) {
 			t.Errorf("%s: no CPU profile of the last round (%v)", b.Name, err)
 		}
 	}
-	if n := strings.Count(progress.String(), "[round "); n != 6 {
-		t.Errorf("%d progress lines, want 2 rounds × 3 servers:\n%s", n, progress.String())
+	if n := strings.Count(progress.String(), "[round "); n != 6 || !strings.HasSuffix(progress.String(), "(about 0s left)\n") {
+		t.Errorf("%d progress lines, want 2 rounds × 3 servers, the last with nothing left:\n%s", n, progress.String())
 	}
 	paths, err := WriteABFiles(res, t.TempDir(), "smoke")
 	if err != nil || len(paths) != 2 {
 		t.Fatalf("WriteABFiles: %v %v", paths, err)
+	}
+}
+
+// TestABStatusSmoke reads the status of a build's last users to join
+// against the floor for one short round and checks the figures are
+// status reads'. It asserts no timings.
+func TestABStatusSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("bench smoke test: runs in make test")
+	}
+	t.Parallel() // its own servers and Redis; it asserts no timings
+	bin := t.TempDir()
+	cfg := ABConfig{
+		Builds:   []ABBuild{{"a", MustBuild(t, bin, "rushline-server", "../server")}},
+		NaiveCmd: []string{MustBuild(t, bin, "rushline-bench", "./cmd/rushline-bench"), "naive"},
+		Op:       OpStatus, Tokens: 50, Rounds: 1, Duration: 400 * time.Millisecond, Connections: 4,
+		Warmup: 200 * time.Millisecond, Host: "smoke",
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := AB(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := res.Builds[0]
+	if res.Op != OpStatus || len(res.Floor) != 1 || len(b.ServerCPU) != 1 || b.Requests == 0 || b.Errors != 0 {
+		t.Fatalf("op %q, floor %v, server %v, %d reads, %d errors", res.Op, res.Floor, b.ServerCPU, b.Requests, b.Errors)
+	}
+	// Status reads rank the line and add nobody to it.
+	if c, ok := b.command("zadd"); ok {
+		t.Errorf("status reads added to the line: %+v", c)
+	}
+	var md strings.Builder
+	if err := ABMarkdown(&md, res); err != nil || !strings.Contains(md.String(), "| a |") ||
+		!strings.Contains(md.String(), "status reads/s") {
+		t.Errorf("Markdown (%v):\n%s", err, md.String())
 	}
 }

@@ -149,12 +149,13 @@ func runCmd() *cobra.Command {
 
 func abCmd() *cobra.Command {
 	host, _ := os.Hostname()
-	cfg := bench.ABConfig{Rounds: 10, Duration: 6 * time.Second, Connections: 64, Warmup: bench.DefaultWarmup, Progress: os.Stderr}
+	cfg := bench.ABConfig{Op: bench.OpJoin, Tokens: 1000, Rounds: 10, Duration: 6 * time.Second, Connections: 64,
+		Warmup: bench.DefaultWarmup, Progress: os.Stderr}
 	var builds []string
 	var out string
 	cmd := &cobra.Command{
 		Use:   "ab",
-		Short: "Compare rushline-server builds round by round: server and Redis CPU per join against the HTTP floor, Redis's commands per join",
+		Short: "Compare rushline-server builds round by round: server and Redis CPU per join (or status read) against the HTTP floor, Redis's commands",
 		Long: "Each build (--build NAME=BIN, repeated; the first is the one the others are compared with) gets a Redis of its own.\n" +
 			"Every round, each build and the HTTP floor take new joins in turn, each alone: the others are stopped (SIGSTOP).",
 		Args: cobra.NoArgs,
@@ -190,6 +191,8 @@ func abCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&builds, "build", []string{"current=bin/rushline-server"}, "a build to measure, as NAME=BIN (repeat the flag for more)")
+	f.StringVar(&cfg.Op, "op", cfg.Op, "what the loads send: join (new users) or status (reads of the last --tokens users to join)")
+	f.IntVar(&cfg.Tokens, "tokens", cfg.Tokens, "users each build joins after the warm-up whose status the status loads read, round robin")
 	f.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds; every server takes one load a round")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of one load")
 	f.IntVar(&cfg.Connections, "connections", cfg.Connections, "closed-loop clients")
