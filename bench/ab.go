@@ -33,7 +33,7 @@ type ABBuild struct {
 type ABConfig struct {
 	Builds []ABBuild
 	// Op is what the loads send: OpJoin (new users; "" too) or OpStatus
-	// (the status of Tokens tokens spread over the line, round robin).
+	// (the status of the last Tokens users to join, round robin).
 	Op     string
 	Tokens int
 	// NaiveCmd runs the baseline command; "--floor --addr A" is appended.
