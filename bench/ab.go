@@ -268,7 +268,7 @@ func signalAll(pids []int, sig syscall.Signal) error {
 // joins is a load of new joins against s.
 func (a *abRun) joins(s *abServer, du time.Duration) load {
 	url := s.srv.URL + "/api/v1/events/" + abEvent + "/queue"
-	hdr := http.Header{"Content-Type": {"application/json"}, "X-Simulator-Key": {DefaultKeys.Simulator}}
+	hdr := loadHeaders()
 	from := s.joins
 	return load{name: "ab " + s.name, workers: a.cfg.Connections, duration: du, target: func(i uint64, t *vegeta.Target) {
 		postTarget(t, url, hdr, fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":"j%d"}`, from+i))
@@ -282,7 +282,7 @@ func (a *abRun) load(s *abServer) load {
 		return a.joins(s, a.cfg.Duration)
 	}
 	url := s.srv.URL + "/api/v1/events/" + abEvent + "/queue/"
-	hdr := http.Header{"X-Simulator-Key": {DefaultKeys.Simulator}}
+	hdr := loadHeaders()
 	tokens := s.tokens
 	if tokens == nil {
 		tokens = a.servers[1].tokens
@@ -303,12 +303,7 @@ func (a *abRun) sampleTokens(ctx context.Context) error {
 		l := a.joins(s, 0)
 		l.count = a.cfg.Tokens
 		s.tokens = make([]string, a.cfg.Tokens)
-		l.keep = func(i uint64, body []byte) {
-			var j struct{ Token string }
-			if json.Unmarshal(body, &j) == nil {
-				s.tokens[i] = j.Token
-			}
-		}
+		l.keep = keepTokens(s.tokens)
 		var tot loadTotals
 		l.run(ctx, &tot, cpuMeter{})
 		s.joins += tot.m.Requests

@@ -226,19 +226,15 @@ func ScriptCalls(ctx context.Context, rdb *redis.Client) (int64, error) {
 // commandCalls sums the calls of the commands in INFO commandstats that
 // count says to.
 func commandCalls(ctx context.Context, rdb *redis.Client, count func(cmd string) bool) (int64, error) {
-	info, err := rdb.Info(ctx, "commandstats").Result()
+	stats, err := commandStats(ctx, rdb)
 	if err != nil {
 		return 0, err
 	}
 	var total int64
-	for _, line := range strings.Split(info, "\r\n") {
-		stat, rest, ok := strings.Cut(line, ":calls=")
-		cmd, named := strings.CutPrefix(stat, "cmdstat_")
-		if !ok || !named || !count(cmd) {
-			continue
+	for cmd, v := range stats {
+		if count(cmd) {
+			total += v[0]
 		}
-		n, _ := strconv.ParseInt(strings.SplitN(rest, ",", 2)[0], 10, 64)
-		total += n
 	}
 	return total, nil
 }

@@ -462,12 +462,7 @@ func (r *runner) prefill(ctx context.Context, server string, size int, measureMe
 	l := r.httpLoad("sample tokens", sample, 0, func(i uint64, t *vegeta.Target) {
 		postTarget(t, url, r.headers(), fmt.Appendf(nil, `{"user_type":"VIRTUAL","bot_id":%q}`, botID(int(i)*stride)))
 	})
-	l.keep = func(i uint64, body []byte) {
-		var j struct{ Token string }
-		if json.Unmarshal(body, &j) == nil {
-			tokens[i] = j.Token
-		}
-	}
+	l.keep = keepTokens(tokens)
 	var tot loadTotals
 	l.run(ctx, &tot, cpuMeter{})
 	if f := tot.figures(); f.Errors > 0 || f.Requests < sample {
@@ -520,8 +515,23 @@ func (r *runner) lineMemory(ctx context.Context, eventID string) int64 {
 }
 
 // headers are sent to both servers alike; the baseline ignores the key.
-func (r *runner) headers() http.Header {
+func (r *runner) headers() http.Header { return loadHeaders() }
+
+// loadHeaders are every load's request headers: JSON, and the simulator
+// key that lets VIRTUAL bots join.
+func loadHeaders() http.Header {
 	return http.Header{"Content-Type": {"application/json"}, "X-Simulator-Key": {DefaultKeys.Simulator}}
+}
+
+// keepTokens is a load's keep that puts the queue token of answer i in
+// tokens[i].
+func keepTokens(tokens []string) func(i uint64, body []byte) {
+	return func(i uint64, body []byte) {
+		var j struct{ Token string }
+		if json.Unmarshal(body, &j) == nil {
+			tokens[i] = j.Token
+		}
+	}
 }
 
 func (r *runner) httpLoad(name string, count int, du time.Duration, target func(uint64, *vegeta.Target)) load {
