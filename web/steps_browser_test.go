@@ -118,6 +118,13 @@ func TestPracticeSteps(t *testing.T) {
 	}
 }
 
+// seatTakenNote is what the seat step says, by language, when the seat
+// chosen goes to someone else before it is held.
+var seatTakenNote = map[string]string{
+	"en": "Someone else just took that seat. Pick another one.",
+	"ko": "이미 선택된 좌석입니다. 다른 좌석을 고르세요.",
+}
+
 // rowOf is a seat id's row.
 func rowOf(seat string) string { row, _, _ := strings.Cut(seat, "-"); return row }
 
@@ -232,10 +239,11 @@ func raceSteps(t *testing.T, srv *app.Server, base, dropID, event string, r race
 	b.MustWait(t, "the grade's seats", visible(`.step-pane[data-step="seat"]`)+` && !!document.querySelector("#ss-map button.seat:not([disabled])")`, 10*time.Second)
 	// The crowd buys the front seats first: pick from the back, and pick
 	// again when one goes before it is held.
+	const pressed = `!!document.querySelector('#ss-map button.seat[aria-pressed="true"]')`
 	var seat string
 	for try := 0; ; try++ {
 		b.MustWait(t, "the page to settle", settled, 5*time.Second)
-		for end := time.Now().Add(10 * time.Second); !MustEval[bool](t, b, `!!document.querySelector('#ss-map button.seat[aria-pressed="true"]')`); {
+		for end := time.Now().Add(10 * time.Second); !MustEval[bool](t, b, pressed); {
 			b.MustRun(t, "picking a seat", chromedp.Evaluate[chromedp.Void](`(() => { const f = [...document.querySelectorAll("#ss-map button.seat:not([disabled])")]; f[f.length - 1].click(); })()`))
 			if time.Now().After(end) {
 				t.Fatal("no seat picked")
@@ -257,12 +265,38 @@ func raceSteps(t *testing.T, srv *app.Server, base, dropID, event string, r race
 			if q.Status != "ACTIVE" {
 				t.Fatalf("a chosen seat bought it: the token is %s", q.Status)
 			}
+			// Someone takes the chosen seat: the next refresh of the map
+			// shows it taken (the page's fetch answers so, once), and the
+			// page unpicks it and says so.
+			MustEval[bool](t, b, `(() => {
+				const real = window.fetch;
+				window.fetch = async (url, opts) => {
+					const res = await real(url, opts);
+					if (!String(url).includes("/steps/seats?")) return res;
+					window.fetch = real;
+					const m = await res.json();
+					for (const x of m.seats) if (x.id === `+jsString(seat)+`) x.taken = true;
+					return new Response(JSON.stringify(m), {status: res.status, headers: res.headers});
+				};
+				return true;
+			})()`)
+			b.MustWait(t, "the seat gone", `!`+pressed+` && document.getElementById("st-next").disabled`, 10*time.Second)
+			if note := MustEval[string](t, b, `document.getElementById("st-note").textContent`); note != seatTakenNote[r.lang] {
+				t.Errorf("the chosen seat was taken: the page says %q, want %q", note, seatTakenNote[r.lang])
+			}
+			continue
 		}
-		if !MustEval[bool](t, b, `!!document.querySelector('#ss-map button.seat[aria-pressed="true"]')`) {
-			continue // taken while the screenshots were made
+		// The crowd may take the seat while the screenshots are made or
+		// before the button is pressed: the page then unpicks it and says so.
+		b.MustWait(t, "the page to settle", settled+` && (!document.getElementById("st-next").disabled || !`+pressed+`)`, 10*time.Second)
+		if !MustEval[bool](t, b, pressed) {
+			if note := MustEval[string](t, b, `document.getElementById("st-note").textContent`); note == "" || strings.Contains(note, seat) {
+				t.Errorf("seat %s was taken, but the page says %q", seat, note)
+			}
+			continue
 		}
-		next("seats chosen")
-		b.MustWait(t, "the answer", `!document.querySelector('.step-pane[data-step="confirm"]').hidden || document.getElementById("st-note").textContent !== "" && !document.getElementById("st-next").disabled || !document.querySelector('#ss-map button.seat[aria-pressed="true"]')`, 10*time.Second)
+		b.MustRun(t, "seats chosen", chromedp.Click(chromedp.ID("st-next")))
+		b.MustWait(t, "the answer", `!document.querySelector('.step-pane[data-step="confirm"]').hidden || document.getElementById("st-note").textContent !== "" && !document.getElementById("st-next").disabled || !`+pressed, 10*time.Second)
 		if MustEval[bool](t, b, `!document.querySelector('.step-pane[data-step="confirm"]').hidden`) {
 			break
 		}

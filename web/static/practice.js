@@ -1304,6 +1304,7 @@ function showSteps(g, st) {
         if (b.disabled && b === picked) {
           picked = null;
           b.setAttribute('aria-pressed', 'false');
+          setText($('st-note'), t('seat.taken.now'));
           choose(null);
         }
       }
