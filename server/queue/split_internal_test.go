@@ -229,7 +229,8 @@ func TestSplitJoinExpandsRuns(t *testing.T) {
 }
 
 // TestPackedConfigFollowsEveryWrite: join.lua and verify.lua read the
-// config packed in fields m (join.lua, where Redis has cmsgpack), j and v,
+// config packed in fields b and m (join.lua, where Redis has struct and
+// cmsgpack), j and v,
 // so every write of the config repacks it (a PutEvent pausing the event
 // refuses the next join its direct admission), and an event stored before
 // those fields existed still joins and answers status from j, or from the
@@ -279,24 +280,47 @@ func TestPackedConfigFollowsEveryWrite(t *testing.T) {
 	if err := eng.PutEvent(ctx, ev); err != nil {
 		t.Fatal(err)
 	}
-	// Field m (msgpack, where Redis has cmsgpack) goes first, then j and v:
+	// Field b is what join.lua reads first: the same j beside a b that
+	// says the event closed a second ago closes it, whatever the other
+	// fields say. Then b goes, and the config comes from m again.
+	b, err := rdb.HGet(ctx, cfgKey, "b").Result()
+	if err != nil {
+		t.Fatalf("field b after a write: %v", err)
+	}
+	closed := rdb.Eval(ctx, `local f = {struct.unpack(ARGV[1], ARGV[2])}
+		f[4] = tonumber(ARGV[3])
+		redis.call('HSET', KEYS[1], 'b', struct.pack(ARGV[1], unpack(f, 1, 14)))
+		return 1`, []string{cfgKey}, "<dBdddddddddsBs", b, eng.now().Add(-time.Second).UnixMilli())
+	if err := closed.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := eng.Join(ctx, "pk", "u8"); !errors.As(err, &qe) || qe.Code != CodeEventClosed {
+		t.Fatalf("join after field b closed the event: %v, want %s", err, CodeEventClosed)
+	}
+	if n, err := rdb.HDel(ctx, cfgKey, "b").Result(); err != nil || n != 1 {
+		t.Fatalf("field b: HDEL answered %d, %v; want it there", n, err)
+	}
+	if en, _, err := eng.Join(ctx, "pk", "u7"); err != nil || en.Status != StatusWaiting || en.Position != 2 {
+		t.Fatalf("join without field b: %+v %v, want WAITING at 2", en, err)
+	}
+	// Field m (msgpack, where Redis has cmsgpack) goes next, then j and v:
 	// each older form still reads the same config.
 	if n, err := rdb.HDel(ctx, key("pk", keyCfg), "m").Result(); err != nil || n != 1 {
 		t.Fatalf("field m: HDEL answered %d, %v; want it there", n, err)
 	}
-	if en, _, err := eng.Join(ctx, "pk", "u3"); err != nil || en.Status != StatusWaiting || en.Position != 2 {
-		t.Fatalf("join without field m: %+v %v, want WAITING at 2", en, err)
+	if en, _, err := eng.Join(ctx, "pk", "u3"); err != nil || en.Status != StatusWaiting || en.Position != 3 {
+		t.Fatalf("join without field m: %+v %v, want WAITING at 3", en, err)
 	}
 	if err := rdb.HDel(ctx, key("pk", keyCfg), "j", "v").Err(); err != nil {
 		t.Fatal(err)
 	}
 	en4, _, err := eng.Join(ctx, "pk", "u4")
-	if err != nil || en4.Status != StatusWaiting || en4.Position != 3 {
-		t.Fatalf("join without the packed fields: %+v %v, want WAITING at 3", en4, err)
+	if err != nil || en4.Status != StatusWaiting || en4.Position != 4 {
+		t.Fatalf("join without the packed fields: %+v %v, want WAITING at 4", en4, err)
 	}
 	st, err := eng.Status(ctx, "pk", en4.Token)
-	if err != nil || st.Status != StatusWaiting || st.Position != 3 {
-		t.Fatalf("status without the packed fields: %+v %v, want WAITING at 3", st, err)
+	if err != nil || st.Status != StatusWaiting || st.Position != 4 {
+		t.Fatalf("status without the packed fields: %+v %v, want WAITING at 4", st, err)
 	}
 	if _, err := eng.Status(ctx, "nope", en4.Token); err == nil {
 		t.Error("status on an unknown event answered")

@@ -87,19 +87,14 @@ local function refuse(code)
   out[o + 6], out[o + 7], out[o + 8], out[o + 9] = 0, 0, 0, 0
   o, run = o + 9, nil
 end
-local cfg = read_cfg()
-if not cfg[1] then
+-- Queue mode (issue 17): c closed, r random_start, p passthrough, else fifo;
+-- pow asks new joins for proof of work.
+local capacity, direct, opens, closes, ttl, batch, ppm, interval, seq_cap, adm_cap, preopens, mode, pow = join_cfg()
+if not capacity then
   for _ = 1, n do refuse('EVENT_NOT_FOUND') end
   out[o + 1], out[o + 2], out[o + 3] = 0, 0, 0
   return out
 end
-local capacity, direct = tonumber(cfg[1]), cfg[3] ~= '1' and cfg[2] == 'capacity'
-local opens, closes = tonumber(cfg[4]) or 0, tonumber(cfg[5]) or 0
-local ttl, batch, ppm, interval = tonumber(cfg[6]), tonumber(cfg[7]) or 0, tonumber(cfg[8]) or 0, tonumber(cfg[9]) or 0
-local seq_cap, adm_cap = tonumber(cfg[10]), tonumber(cfg[11])
--- Queue mode (issue 17): c closed, r random_start, p passthrough, else fifo;
--- pow asks new joins for proof of work.
-local mode, pow = cfg[12], cfg[14] == '1'
 local pass = mode == 'p'
 
 local nw = redis.call('ZCARD', K_W)
@@ -256,7 +251,7 @@ local function prequeued(user, proof)
     end
     return false
   end
-  if NOW < (tonumber(cfg[13]) or 0) or draw or not proof then
+  if NOW < preopens or draw or not proof then
     return false
   end
   local q = redis.call('ZCARD', K_PQ)

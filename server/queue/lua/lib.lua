@@ -36,6 +36,8 @@
 -- one of them, once, so a second join finds the first instead of queueing twice.
 local NOW = tonumber(ARGV[1])
 local MAXLEN = ARGV[2]
+-- JOIN_CFG is the struct format of cfg field b (pack_cfg, join_cfg).
+local JOIN_CFG = '<dBdddddddddsBs'
 
 -- xadd appends one entry of the field-value pairs given to the event
 -- stream and returns its id. The stream is the audit trail's buffer: only
@@ -133,7 +135,9 @@ end
 -- embedded store of make run, has none) it also keeps them in field m as
 -- one msgpack array, the numeric ones as numbers: unpacking it in C spares
 -- join.lua cutting j with a pattern and parsing each number (strtod) at
--- every call. Every script that writes those fields calls it after.
+-- every call; where it has struct, field b holds them as join_cfg returns
+-- them. Field m stays for servers from before b. Every script that writes
+-- those fields calls it after.
 local function pack_cfg()
   local c = cfg_fields()
   for i = 1, 14 do c[i] = c[i] or '' end
@@ -147,6 +151,17 @@ local function pack_cfg()
     for _, i in ipairs({1, 4, 5, 6, 7, 8, 9, 10, 11, 13}) do c[i] = tonumber(c[i]) or '' end
     c[15] = j
     redis.call('HSET', K_CFG, 'm', mp.pack(c))
+  end
+  local st = rawget(_G, 'struct')
+  if st and c[1] ~= '' then
+    -- Field b: what join.lua reads at every call, as join_cfg returns it,
+    -- in one struct.pack (JOIN_CFG): the numbers as doubles, a missing cap
+    -- -1, any other missing number 0; then j, so a server that rewrites j
+    -- without b (one from before b) leaves b unread.
+    local num = function(i, missing) return tonumber(c[i]) or missing end
+    redis.call('HSET', K_CFG, 'b', st.pack(JOIN_CFG, num(1, 0),
+      (c[3] ~= '1' and c[2] == 'capacity') and 1 or 0, num(4, 0), num(5, 0), num(6, 0), num(7, 0), num(8, 0),
+      num(9, 0), num(10, -1), num(11, -1), num(13, 0), c[12], c[14] == '1' and 1 or 0, j))
   end
 end
 
@@ -171,6 +186,38 @@ local function read_cfg()
   end
   if not j then return cfg_fields() end
   return {string.match(j, '^([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)|([^|]*)$')}
+end
+
+-- join_cfg returns what join.lua needs of the event's config at every
+-- call, or nil when the event has none: capacity, direct (true when the
+-- capacity policy admits on join: not paused), opens, closes, ttl, batch,
+-- pshare (ppm), interval, seq_cap, adm_cap (nil when uncapped), preopens,
+-- mode, pow (true when new joins must bring proof of work); a missing
+-- number is 0. Field b holds them packed (pack_cfg): one field read and one
+-- struct.unpack in C cost Redis about a third of read_cfg's msgpack and
+-- the table and tonumber calls after it. Without a b that matches j (a
+-- store without struct, a config written by a server from before b) they
+-- come from read_cfg.
+local function join_cfg()
+  local st = rawget(_G, 'struct')
+  if st then
+    local f = redis.call('HMGET', K_CFG, 'b', 'j')
+    if f[1] then
+      local capacity, direct, opens, closes, ttl, batch, ppm, interval, seq_cap, adm_cap, preopens, mode, pow, j =
+        st.unpack(JOIN_CFG, f[1])
+      if j == f[2] then
+        if seq_cap < 0 then seq_cap = nil end
+        if adm_cap < 0 then adm_cap = nil end
+        return capacity, direct == 1, opens, closes, ttl, batch, ppm, interval, seq_cap, adm_cap, preopens, mode,
+          pow == 1
+      end
+    end
+  end
+  local c = read_cfg()
+  if not c[1] then return nil end
+  return tonumber(c[1]), c[3] ~= '1' and c[2] == 'capacity', tonumber(c[4]) or 0, tonumber(c[5]) or 0,
+    tonumber(c[6]), tonumber(c[7]) or 0, tonumber(c[8]) or 0, tonumber(c[9]) or 0, tonumber(c[10]),
+    tonumber(c[11]), tonumber(c[13]) or 0, c[12], c[14] == '1'
 end
 
 -- read_split_cfg returns the event's admit batch, priority share (ppm) and
