@@ -284,6 +284,7 @@ func raceSteps(t *testing.T, srv *app.Server, base, dropID, event string, r race
 			if note := MustEval[string](t, b, `document.getElementById("st-note").textContent`); note != seatTakenNote[r.lang] {
 				t.Errorf("the chosen seat was taken: the page says %q, want %q", note, seatTakenNote[r.lang])
 			}
+			shot("seat-taken")
 			continue
 		}
 		// The crowd may take the seat while the screenshots are made or
