@@ -41,3 +41,22 @@ func mustBuy(tb testing.TB, b *browser) bool {
 	}
 	return false
 }
+
+// mustShowTaken has the page's next read of a seat map (a fetch whose URL
+// holds path) answer with seat taken, once, as when someone else takes it
+// after the person chose it; the real map comes back with the read after.
+func mustShowTaken(tb testing.TB, b *browser, path, seat string) {
+	tb.Helper()
+	MustEval[bool](tb, b, `(() => {
+		const real = window.fetch;
+		window.fetch = async (url, opts) => {
+			const res = await real(url, opts);
+			if (!String(url).includes(`+jsString(path)+`)) return res;
+			window.fetch = real;
+			const m = await res.json();
+			for (const x of m.seats) if (x.id === `+jsString(seat)+`) x.taken = true;
+			return new Response(JSON.stringify(m), {status: res.status, headers: res.headers});
+		};
+		return true;
+	})()`)
+}

@@ -103,6 +103,16 @@ func TestPracticeSeatSections(t *testing.T) {
 	b.MustShot(t, "practice-sections.png")
 	seat := MustEval[string](t, b, `document.querySelector('#s-map button.seat:not([disabled])').dataset.seat`)
 	mustPick(t, b, `#s-map button[data-seat="`+seat+`"]`)
+	// Someone takes it first: the page unpicks it and says so; the next
+	// read of the map gives it back.
+	mustShowTaken(t, b, "/seats?section=", seat)
+	b.MustWait(t, "the seat gone", `!document.querySelector('#s-map button.seat[aria-pressed="true"]') && document.getElementById("s-confirm").disabled`, 10*time.Second)
+	if got := MustEval[string](t, b, `document.getElementById("s-note").textContent`); got != seatTakenNote["en"] {
+		t.Errorf("the chosen seat was taken: the page says %q, want %q", got, seatTakenNote["en"])
+	}
+	b.MustShot(t, "practice-seat-taken.png")
+	b.MustWait(t, "the seat free again", `!document.querySelector('#s-map button[data-seat="`+seat+`"]').disabled`, 10*time.Second)
+	mustPick(t, b, `#s-map button[data-seat="`+seat+`"]`)
 	b.MustRun(t, "buying it", chromedp.Click(chromedp.ID("s-confirm")))
 	b.MustWait(t, "the order's answer", `document.getElementById("s-note").textContent.includes("is yours")`, 10*time.Second)
 	if got := MustEval[string](t, b, `document.getElementById("s-note").textContent`); !strings.Contains(got, seat) {

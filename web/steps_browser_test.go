@@ -268,18 +268,7 @@ func raceSteps(t *testing.T, srv *app.Server, base, dropID, event string, r race
 			// Someone takes the chosen seat: the next refresh of the map
 			// shows it taken (the page's fetch answers so, once), and the
 			// page unpicks it and says so.
-			MustEval[bool](t, b, `(() => {
-				const real = window.fetch;
-				window.fetch = async (url, opts) => {
-					const res = await real(url, opts);
-					if (!String(url).includes("/steps/seats?")) return res;
-					window.fetch = real;
-					const m = await res.json();
-					for (const x of m.seats) if (x.id === `+jsString(seat)+`) x.taken = true;
-					return new Response(JSON.stringify(m), {status: res.status, headers: res.headers});
-				};
-				return true;
-			})()`)
+			mustShowTaken(t, b, "/steps/seats?", seat)
 			b.MustWait(t, "the seat gone", `!`+pressed+` && document.getElementById("st-next").disabled`, 10*time.Second)
 			if note := MustEval[string](t, b, `document.getElementById("st-note").textContent`); note != seatTakenNote[r.lang] {
 				t.Errorf("the chosen seat was taken: the page says %q, want %q", note, seatTakenNote[r.lang])

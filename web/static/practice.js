@@ -1045,7 +1045,10 @@ async function showSeats(g) {
           if (next) next.focus();
         }
         b.disabled = !!s.taken;
-        if (b.disabled && b === picked) select(null);
+        if (b.disabled && b === picked) {
+          select(null);
+          setText($('s-note'), t('seat.taken.now'));
+        }
       }
       b.setAttribute('aria-label', t(s.taken ? 'seat.aria.taken' : 'seat.aria', { s: s.id }));
     }
@@ -1092,6 +1095,7 @@ async function showSeats(g) {
   map.onclick = (e) => {
     const b = e.target.closest('button.seat');
     if (!b || b.disabled || busy || over) return;
+    setText($('s-note'), ''); // what was said of the seat before
     select(b === picked ? null : b);
   };
   confirmBtn.onclick = async () => {
