@@ -93,9 +93,10 @@ bench-compare: build
 	$(BIN)/rushline-bench compare $(OLD) $(NEW)
 
 ## bench-ab: this tree's server against another build, OLD=path/to/rushline-server (leave it out to read this build
-## alone): server and Redis CPU per join against the HTTP floor, ten rounds, each server alone while measured
+## alone): server and Redis CPU per join against the HTTP floor, ten rounds, each server alone while measured;
+## WAITING=1000000 joins behind a line that long
 bench-ab: deps build
-	$(BIN)/rushline-bench ab $(if $(OLD),--build old=$(OLD)) --build new=$(BIN)/rushline-server
+	$(BIN)/rushline-bench ab $(if $(OLD),--build old=$(OLD)) $(if $(WAITING),--waiting $(WAITING)) --build new=$(BIN)/rushline-server
 
 ## bench-push: 10,000 SSE streams against one server process, all promoted (latency, RSS, Redis commands per tick)
 bench-push: deps build

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/redisproc"
 )
 
@@ -46,6 +47,10 @@ type ABConfig struct {
 	// Warmup is how long each server takes joins before the first round
 	// (they also make the line status reads rank).
 	Warmup time.Duration
+	// Waiting users are put in each build's line before the warm-up,
+	// straight into its Redis through the queue engine as run's prefill
+	// does, so the loads join (or read) a line at least that long.
+	Waiting int
 	// ProfileDir, when set, gets a CPU profile of each build taken over its
 	// last round: ProfileDir/<name>/profile.pb.gz.
 	ProfileDir string
@@ -65,6 +70,9 @@ type ABResult struct {
 	Go           string    `json:"go"`
 	RedisVersion string    `json:"redis_version"`
 	Settings     Settings  `json:"settings"`
+	// Prefill is how many users each line got before the warm-up
+	// (ABConfig.Waiting).
+	Prefill int `json:"prefill,omitempty"`
 	// Floor is the HTTP floor's server CPU µs per request, round by round.
 	Floor  []float64        `json:"floor"`
 	Builds []ABBuildFigures `json:"builds"`
@@ -83,6 +91,10 @@ type ABBuildFigures struct {
 	Errors   int `json:"errors"`
 	// RedisMicros is Redis's CPU time over every round, in µs.
 	RedisMicros float64 `json:"redis_us"`
+	// Line is how many users waited in the build's line when its first
+	// round began, and LineEnd after its last.
+	Line    int64 `json:"line"`
+	LineEnd int64 `json:"line_end"`
 	// Commands is what Redis reports it ran for this build over every
 	// round (INFO commandstats), costliest first.
 	Commands []CommandCost `json:"commands"`
@@ -148,7 +160,8 @@ func AB(ctx context.Context, cfg ABConfig) (res *ABResult, err error) {
 		return nil, err
 	}
 	defer cleanup()
-	res = &ABResult{Op: cfg.Op, Date: time.Now().UTC().Truncate(time.Second), Host: cfg.Host, CPUs: runtime.NumCPU(), Go: runtime.Version(),
+	cfg.Waiting = max(cfg.Waiting, 0)
+	res = &ABResult{Op: cfg.Op, Prefill: cfg.Waiting, Date: time.Now().UTC().Truncate(time.Second), Host: cfg.Host, CPUs: runtime.NumCPU(), Go: runtime.Version(),
 		Settings: Settings{DurationS: cfg.Duration.Seconds(), Rounds: cfg.Rounds, Connections: cfg.Connections}}
 	var servers []*abServer
 	defer func() {
@@ -192,6 +205,9 @@ func AB(ctx context.Context, cfg ABConfig) (res *ABResult, err error) {
 		s.res = &res.Builds[i]
 	}
 	a := &abRun{cfg: cfg, servers: servers, client: client, res: res}
+	if err := a.prefill(ctx); err != nil {
+		return nil, err
+	}
 	if err := a.warm(ctx); err != nil {
 		return nil, err
 	}
@@ -314,6 +330,31 @@ func (a *abRun) sampleTokens(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// prefill puts cfg.Waiting users in each build's line, the build alone,
+// then waits for its background work on them (the audit trail) to settle.
+func (a *abRun) prefill(ctx context.Context) error {
+	if a.cfg.Waiting == 0 {
+		return nil
+	}
+	workers := 2 * max(a.cfg.Connections, 1)
+	for _, s := range a.servers[1:] {
+		if err := a.alone(s); err != nil {
+			return err
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: s.rp.Addr(), PoolSize: workers})
+		eng := queue.New(rdb, []byte("bench-prefill"))
+		err := parallel(ctx, a.cfg.Waiting, workers, a.cfg.Progress, "prefilled "+s.name, func(i int) error {
+			_, _, err := eng.Join(ctx, abEvent, "VIRTUAL:"+botID(i))
+			return err
+		})
+		if err = errors.Join(err, rdb.Close()); err != nil {
+			return fmt.Errorf("bench: prefill %s: %w", s.name, err)
+		}
+		s.srv.Settle(ctx, time.Minute)
+	}
+	return ctx.Err()
+}
+
 // warm loads each server alone for the warm-up, unrecorded.
 func (a *abRun) warm(ctx context.Context) error {
 	for _, s := range a.servers {
@@ -340,6 +381,11 @@ func (a *abRun) measure(ctx context.Context, s *abServer, round int) error {
 		var err error
 		if stats, err = commandStats(ctx, s.rdb); err != nil {
 			return err
+		}
+		if round == 0 {
+			if s.res.Line, err = s.rdb.ZCard(ctx, queue.EventKey(abEvent, "w")).Result(); err != nil {
+				return err
+			}
 		}
 	}
 	profiled := make(chan error, 1)
@@ -383,6 +429,9 @@ func (a *abRun) measure(ctx context.Context, s *abServer, round int) error {
 	b.Requests, b.Errors = b.Requests+ok, b.Errors+f.Errors
 	b.Commands = addCommands(b.Commands, stats, after, b.Requests-ok, ok)
 	b.RedisMicros += f.RedisCPU * float64(ok)
+	if b.LineEnd, err = s.rdb.ZCard(ctx, queue.EventKey(abEvent, "w")).Result(); err != nil {
+		return err
+	}
 	extra := ""
 	if r := len(b.ServerCPU) - 1; len(a.res.Floor) > r {
 		extra = fmt.Sprintf(" (%.2f× the floor's)", f.ServerCPU/a.res.Floor[r])
@@ -510,6 +559,23 @@ func ABMarkdown(w io.Writer, res *ABResult) error {
 		"a ratio is the median of the round-by-round ratios (loads seconds apart, which a slow stretch of the "+
 		"machine reaches alike).\n\n", res.Date.Format("2006-01-02 15:04 UTC"), res.Host, res.CPUs, res.Go,
 		res.RedisVersion, res.Settings.Rounds, num(res.Settings.DurationS), what, res.Settings.Connections, one)
+	var about []string
+	if res.Prefill > 0 {
+		about = append(about, fmt.Sprintf("Each line got %s users before the warm-up.", thousands(int64(res.Prefill))))
+	}
+	lines := make([]string, 0, len(res.Builds))
+	for _, r := range res.Builds {
+		if r.LineEnd > 0 {
+			lines = append(lines, fmt.Sprintf("%s %s → %s", r.Name, thousands(r.Line), thousands(r.LineEnd)))
+		}
+	}
+	if len(lines) > 0 {
+		about = append(about, fmt.Sprintf("Users waiting in each build's line from its first round to the end of its last: %s.",
+			strings.Join(lines, ", ")))
+	}
+	if len(about) > 0 {
+		fmt.Fprintf(&b, "%s\n\n", strings.Join(about, " "))
+	}
 
 	fmt.Fprintf(&b, "## Medians\n\n| server | server CPU | ÷ the floor's | Redis CPU | Redis CPU, mean | %s/s | %s per script call | errors |\n"+
 		"|---|---:|---:|---:|---:|---:|---:|---:|\n", many, many)

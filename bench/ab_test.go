@@ -15,14 +15,14 @@ import (
 func TestABMarkdownGolden(t *testing.T) {
 	res := &ABResult{
 		Op: OpJoin, Date: time.Date(2026, 11, 27, 14, 0, 0, 0, time.UTC), Host: "golden", CPUs: 2, Go: "go1.26.8", RedisVersion: "7.0.15",
-		Settings: Settings{DurationS: 6, Rounds: 3, Connections: 64},
-		Floor:    []float64{28, 30, 29},
+		Settings: Settings{DurationS: 6, Rounds: 3, Connections: 64}, Prefill: 100_000,
+		Floor: []float64{28, 30, 29},
 		Builds: []ABBuildFigures{
 			{Name: "old", ServerCPU: []float64{40, 42, 39}, RedisCPU: []float64{6.5, 6.9, 6.4}, RPS: []float64{19000, 18500, 19500},
-				Requests: 340_000, RedisMicros: 340_000 * 6.6,
+				Requests: 340_000, RedisMicros: 340_000 * 6.6, Line: 112_345, LineEnd: 452_345,
 				Commands: []CommandCost{{"evalsha", 1.0 / 40, 5.6}, {"zadd", 1.0 / 40, 2}, {"xreadgroup", 0.001, 0.1}}},
 			{Name: "new", ServerCPU: []float64{37, 43, 36}, RedisCPU: []float64{6.0, 6.1, 6.2}, RPS: []float64{20000, 18000, 20500},
-				Requests: 350_000, Errors: 2, RedisMicros: 350_000 * 6.1,
+				Requests: 350_000, Errors: 2, RedisMicros: 350_000 * 6.1, Line: 113_000, LineEnd: 463_000,
 				Commands: []CommandCost{{"evalsha", 1.0 / 41, 5.2}, {"zadd", 1.0 / 41, 1.9}, {"xack", 0.001, 0.05}}},
 		},
 	}
@@ -31,6 +31,26 @@ func TestABMarkdownGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	MustMatchGolden(t, "ab.md.golden", b.Bytes())
+}
+
+func TestThousands(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    int64
+		want string
+	}{
+		{"zero", 0, "0"},
+		{"three digits", 999, "999"},
+		{"four", 1000, "1,000"},
+		{"seven", 1_234_567, "1,234,567"},
+		{"negative", -12_345, "-12,345"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := thousands(tc.n); got != tc.want {
+				t.Errorf("thousands(%d) = %q, want %q", tc.n, got, tc.want)
+			}
+		})
+	}
 }
 
 func TestAddCommands(t *testing.T) {
@@ -141,6 +161,10 @@ func TestABSmoke(t *testing.T) {
 		if c, ok := b.command("zadd"); !ok || c.Calls <= 0 {
 			t.Errorf("%s: no zadd in %v", b.Name, b.Commands)
 		}
+		// The warm-up's joins wait in the line, and each round's join it.
+		if b.Line <= 0 || b.LineEnd < b.Line+int64(b.Requests) {
+			t.Errorf("%s: line %d at the first round, %d at the end, after %d joins", b.Name, b.Line, b.LineEnd, b.Requests)
+		}
 		if _, ok := b.command("info"); ok {
 			t.Errorf("%s: the bench's own INFO counted", b.Name)
 		}
@@ -170,7 +194,7 @@ func TestABStatusSmoke(t *testing.T) {
 		Builds:   []ABBuild{{"a", MustBuild(t, bin, "rushline-server", "../server")}},
 		NaiveCmd: []string{MustBuild(t, bin, "rushline-bench", "./cmd/rushline-bench"), "naive"},
 		Op:       OpStatus, Tokens: 50, Rounds: 1, Duration: 400 * time.Millisecond, Connections: 4,
-		Warmup: 200 * time.Millisecond, Host: "smoke",
+		Warmup: 200 * time.Millisecond, Host: "smoke", Waiting: 500,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -182,13 +206,18 @@ func TestABStatusSmoke(t *testing.T) {
 	if res.Op != OpStatus || len(res.Floor) != 1 || len(b.ServerCPU) != 1 || b.Requests == 0 || b.Errors != 0 {
 		t.Fatalf("op %q, floor %v, server %v, %d reads, %d errors", res.Op, res.Floor, b.ServerCPU, b.Requests, b.Errors)
 	}
-	// Status reads rank the line and add nobody to it.
+	// Status reads rank the line and add nobody to it: the prefill's
+	// users, the warm-up's and the tokens' wait there throughout.
 	if c, ok := b.command("zadd"); ok {
 		t.Errorf("status reads added to the line: %+v", c)
 	}
+	if b.Line < int64(cfg.Waiting+cfg.Tokens) || b.LineEnd != b.Line || res.Prefill != cfg.Waiting {
+		t.Errorf("line %d at the first round, %d at the end, prefill %d; want at least %d, unchanged", b.Line, b.LineEnd,
+			res.Prefill, cfg.Waiting+cfg.Tokens)
+	}
 	var md strings.Builder
 	if err := ABMarkdown(&md, res); err != nil || !strings.Contains(md.String(), "| a |") ||
-		!strings.Contains(md.String(), "status reads/s") {
+		!strings.Contains(md.String(), "status reads/s") || !strings.Contains(md.String(), "Each line got 500 users") {
 		t.Errorf("Markdown (%v):\n%s", err, md.String())
 	}
 }

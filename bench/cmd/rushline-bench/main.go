@@ -197,6 +197,7 @@ func abCmd() *cobra.Command {
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "length of one load")
 	f.IntVar(&cfg.Connections, "connections", cfg.Connections, "closed-loop clients")
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "joins each server takes, unrecorded, before the first round")
+	f.IntVar(&cfg.Waiting, "waiting", 0, "users put in each build's line before the warm-up (e.g. 1000000 to join behind a line of a million)")
 	f.StringVar(&cfg.ProfileDir, "profile", "", "save a CPU profile of each build over its last round into this folder (<name>/profile.pb.gz)")
 	f.StringVar(&host, "host", host, "machine name in the result")
 	f.StringVar(&out, "out", "", "also write <date>-ab-<host>.json and .md into this folder")
