@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 
+	"github.com/rushline/rushline/internal/digits"
 	"github.com/rushline/rushline/server/queue"
 	"github.com/rushline/rushline/server/redisproc"
 )
@@ -561,12 +562,12 @@ func ABMarkdown(w io.Writer, res *ABResult) error {
 		res.RedisVersion, res.Settings.Rounds, num(res.Settings.DurationS), what, res.Settings.Connections, one)
 	var about []string
 	if res.Prefill > 0 {
-		about = append(about, fmt.Sprintf("Each line got %s users before the warm-up.", thousands(int64(res.Prefill))))
+		about = append(about, fmt.Sprintf("Each line got %s users before the warm-up.", digits.Grouped(int64(res.Prefill))))
 	}
 	lines := make([]string, 0, len(res.Builds))
 	for _, r := range res.Builds {
 		if r.LineEnd > 0 {
-			lines = append(lines, fmt.Sprintf("%s %s → %s", r.Name, thousands(r.Line), thousands(r.LineEnd)))
+			lines = append(lines, fmt.Sprintf("%s %s → %s", r.Name, digits.Grouped(r.Line), digits.Grouped(r.LineEnd)))
 		}
 	}
 	if len(lines) > 0 {

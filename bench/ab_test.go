@@ -33,26 +33,6 @@ func TestABMarkdownGolden(t *testing.T) {
 	MustMatchGolden(t, "ab.md.golden", b.Bytes())
 }
 
-func TestThousands(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		n    int64
-		want string
-	}{
-		{"zero", 0, "0"},
-		{"three digits", 999, "999"},
-		{"four", 1000, "1,000"},
-		{"seven", 1_234_567, "1,234,567"},
-		{"negative", -12_345, "-12,345"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := thousands(tc.n); got != tc.want {
-				t.Errorf("thousands(%d) = %q, want %q", tc.n, got, tc.want)
-			}
-		})
-	}
-}
-
 func TestAddCommands(t *testing.T) {
 	stats := func(kv ...any) map[string][2]int64 {
 		m := map[string][2]int64{}

@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -18,22 +17,6 @@ func num(v float64) string {
 		return fmt.Sprintf("%.1f", v)
 	}
 	return fmt.Sprintf("%.2f", v)
-}
-
-// thousands writes n with its digits in groups of three: 1,000,000.
-func thousands(n int64) string {
-	s := strconv.FormatInt(max(n, -n), 10)
-	var b strings.Builder
-	if n < 0 {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // setupLine says what ran where.

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rushline/rushline/internal/digits"
 )
 
 // Formatting shared by the text and HTML reports. Fixed precision throughout,
@@ -40,22 +42,7 @@ func fmtSeconds(s float64) string {
 	return fmtDur(time.Duration(math.Round(s * 1e9)))
 }
 
-func fmtCount[T ~int | ~int64 | ~uint64](n T) string {
-	s := strconv.FormatInt(int64(n), 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
-	}
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+func fmtCount[T ~int | ~int64 | ~uint64](n T) string { return digits.Grouped(n) }
 
 func fmtPct(f float64) string { return fmt.Sprintf("%.3f%%", f*100) }
 
