@@ -45,13 +45,15 @@ func mustBuy(tb testing.TB, b *browser) bool {
 // mustShowTaken has the page's next read of a seat map (a fetch whose URL
 // holds path) answer with seat taken, once, as when someone else takes it
 // after the person chose it; the real map comes back with the read after.
+// A read the server refused (a 429 or 503 on a loaded machine) goes
+// through as it is, and the next one is changed instead.
 func mustShowTaken(tb testing.TB, b *browser, path, seat string) {
 	tb.Helper()
 	MustEval[bool](tb, b, `(() => {
 		const real = window.fetch;
 		window.fetch = async (url, opts) => {
 			const res = await real(url, opts);
-			if (!String(url).includes(`+jsString(path)+`)) return res;
+			if (!res.ok || !String(url).includes(`+jsString(path)+`)) return res;
 			window.fetch = real;
 			const m = await res.json();
 			for (const x of m.seats) if (x.id === `+jsString(seat)+`) x.taken = true;

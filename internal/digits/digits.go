@@ -8,7 +8,12 @@ import (
 
 // Grouped writes n with its digits in groups of three: 1,234,567.
 func Grouped[T ~int | ~int64 | ~uint64](n T) string {
-	s := strconv.FormatInt(int64(n), 10)
+	var s string
+	if n < 0 {
+		s = strconv.FormatInt(int64(n), 10)
+	} else {
+		s = strconv.FormatUint(uint64(n), 10)
+	}
 	digits, neg := strings.CutPrefix(s, "-")
 	var b strings.Builder
 	if neg {

@@ -22,3 +22,9 @@ func TestGrouped(t *testing.T) {
 		})
 	}
 }
+
+func TestGroupedUnsigned(t *testing.T) {
+	if got, want := Grouped(uint64(18_446_744_073_709_551_615)), "18,446,744,073,709,551,615"; got != want {
+		t.Errorf("Grouped(max uint64) = %q, want %q", got, want)
+	}
+}

@@ -262,7 +262,7 @@ func TestPackedConfigFollowsEveryWrite(t *testing.T) {
 	}
 	// A server from before field m (a replica not yet upgraded) rewrites j
 	// and the plain fields alone: join.lua follows j, here a closing time
-	// already past, then m again once a write of this version repacks it.
+	// already past, then b again once a write of this version repacks it.
 	cfgKey := key("pk", keyCfg)
 	j, err := rdb.HGet(ctx, cfgKey, "j").Result()
 	if err != nil {
@@ -324,5 +324,73 @@ func TestPackedConfigFollowsEveryWrite(t *testing.T) {
 	}
 	if _, err := eng.Status(ctx, "nope", en4.Token); err == nil {
 		t.Error("status on an unknown event answered")
+	}
+}
+
+// TestJoinConfigEveryWay: join_cfg gives join.lua the same config from cfg
+// field b as from each older form it falls back to (m, then j, then the
+// plain fields), value by value, for events that set every field it reads
+// and events that leave most out.
+func TestJoinConfigEveryWay(t *testing.T) {
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	ctx := context.Background()
+	eng := New(rdb, []byte("test-token-key"))
+	read := script("-- KEYS: cfg\nlocal t = {join_cfg()}\nfor i = 1, 13 do t[i] = tostring(t[i]) end\nreturn t\n")
+	at := func(d time.Duration) *time.Time { x := eng.now().Add(d); return &x }
+	base := Event{Name: "cfg", Seats: 10, Capacity: 5, AdmitBatch: 3, AdmitIntervalMS: 100, ActiveTTLS: 60}
+	for _, tc := range []struct {
+		name string
+		edit func(*Event)
+		inc  Incarnation
+		// want is capacity, direct, opens, closes, ttl, batch, pshare,
+		// interval, seq_cap, adm_cap, preopens, mode, pow; OPENS, CLOSES
+		// and PREOPENS stand for the event's times in ms.
+		want string
+	}{
+		{"capacity, open, no caps", func(e *Event) { e.Policy = PolicyCapacity }, Incarnation{},
+			"5 true 0 0 60 3 0 100 nil nil 0 f false"},
+		{"capacity, paused, caps", func(e *Event) { e.Policy, e.Paused = PolicyCapacity, true }, Incarnation{Mark: "m", SeqCap: 10, AdmitCap: 3},
+			"5 false 0 0 60 3 0 100 10 3 0 f false"},
+		{"batch, random start, proof of work, every time", func(e *Event) {
+			e.Policy, e.QueueMode, e.Challenge, e.PriorityShare = PolicyBatch, ModeRandomStart, ChallengePow, 0.25
+			e.PrequeueOpensAt, e.OpensAt, e.ClosesAt = at(time.Minute), at(2*time.Minute), at(time.Hour)
+		}, Incarnation{Mark: "m", SeqCap: 1, AdmitCap: 1}, "5 false OPENS CLOSES 60 3 250000 100 1 1 PREOPENS r true"},
+		{"passthrough", func(e *Event) { e.Policy, e.QueueMode = PolicyBatch, ModePassthrough }, Incarnation{}, "5 false 0 0 60 3 0 100 nil nil 0 p false"},
+		{"closed", func(e *Event) { e.Policy, e.QueueMode = PolicyAdaptive, ModeClosed }, Incarnation{}, "5 false 0 0 60 3 0 100 nil nil 0 c false"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := base
+			ev.ID = "cfg-" + strings.ReplaceAll(tc.name, " ", "")
+			tc.edit(&ev)
+			if err := eng.CreateMarked(ctx, ev, tc.inc); err != nil {
+				t.Fatal(err)
+			}
+			cfgKey := key(ev.ID, keyCfg)
+			got := func(form string) string {
+				t.Helper()
+				res, err := read.Run(ctx, rdb, read.keysOf(ev.ID), eng.now().UnixMilli(), "0").StringSlice()
+				if err != nil {
+					t.Fatalf("%s: %v", form, err)
+				}
+				return strings.Join(res, " ")
+			}
+			if n, err := rdb.HExists(ctx, cfgKey, "b").Result(); err != nil || !n {
+				t.Fatalf("no field b: %v", err)
+			}
+			fromB := got("field b")
+			want := strings.NewReplacer("PREOPENS", strconv.FormatInt(unixMilli(ev.PrequeueOpensAt), 10),
+				"OPENS", strconv.FormatInt(unixMilli(ev.OpensAt), 10), "CLOSES", strconv.FormatInt(unixMilli(ev.ClosesAt), 10)).Replace(tc.want)
+			if fromB != want {
+				t.Errorf("from field b: %s, want %s", fromB, want)
+			}
+			for _, drop := range [][]string{{"b"}, {"m"}, {"j", "v"}} {
+				if err := rdb.HDel(ctx, cfgKey, drop...).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if g := got("without " + drop[0]); g != fromB {
+					t.Errorf("without field %s and those before it: %s, want %s as from field b", drop[0], g, fromB)
+				}
+			}
+		})
 	}
 }

@@ -36,7 +36,10 @@
 -- one of them, once, so a second join finds the first instead of queueing twice.
 local NOW = tonumber(ARGV[1])
 local MAXLEN = ARGV[2]
--- JOIN_CFG is the struct format of cfg field b (pack_cfg, join_cfg).
+-- JOIN_CFG is the struct format of cfg field b (pack_cfg, join_cfg). It
+-- carries no version: a b of another layout would make struct.unpack fail
+-- every join while servers of both layouts run, so a new layout takes a
+-- new field name.
 local JOIN_CFG = '<dBdddddddddsBs'
 
 -- xadd appends one entry of the field-value pairs given to the event
@@ -191,9 +194,11 @@ end
 -- join_cfg returns what join.lua needs of the event's config at every
 -- call, or nil when the event has none: capacity, direct (true when the
 -- capacity policy admits on join: not paused), opens, closes, ttl, batch,
--- pshare (ppm), interval, seq_cap, adm_cap (nil when uncapped), preopens,
--- mode, pow (true when new joins must bring proof of work); a missing
--- number is 0. Field b holds them packed (pack_cfg): one field read and one
+-- pshare (ppm), interval, seq_cap, adm_cap (nil when uncapped: caps are
+-- never negative, and b writes a missing one as -1), preopens, mode, pow
+-- (true when new joins must bring proof of work); a missing opens, closes,
+-- batch, pshare, interval or preopens is 0 (capacity and ttl are always
+-- written). Field b holds them packed (pack_cfg): one field read and one
 -- struct.unpack in C cost Redis about a third of read_cfg's msgpack and
 -- the table and tonumber calls after it. Without a b that matches j (a
 -- store without struct, a config written by a server from before b) they
