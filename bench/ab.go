@@ -343,11 +343,7 @@ func (a *abRun) prefill(ctx context.Context) error {
 			return err
 		}
 		rdb := redis.NewClient(&redis.Options{Addr: s.rp.Addr(), PoolSize: workers})
-		eng := queue.New(rdb, []byte("bench-prefill"))
-		err := parallel(ctx, a.cfg.Waiting, workers, a.cfg.Progress, "prefilled "+s.name, func(i int) error {
-			_, _, err := eng.Join(ctx, abEvent, "VIRTUAL:"+botID(i))
-			return err
-		})
+		err := prefillLine(ctx, rdb, abEvent, a.cfg.Waiting, workers, a.cfg.Progress, "prefilled "+s.name)
 		if err = errors.Join(err, rdb.Close()); err != nil {
 			return fmt.Errorf("bench: prefill %s: %w", s.name, err)
 		}

@@ -436,11 +436,7 @@ func (r *runner) prefill(ctx context.Context, server string, size int, measureMe
 	before := r.lineMemory(ctx, ev)
 	var err error
 	if server == ServerRushline {
-		eng := queue.New(r.rdb, []byte("bench-prefill"))
-		err = parallel(ctx, size, 2*r.cfg.Connections, nil, "prefilled", func(i int) error {
-			_, _, err := eng.Join(ctx, ev, "VIRTUAL:"+botID(i))
-			return err
-		})
+		err = prefillLine(ctx, r.rdb, ev, size, 2*r.cfg.Connections, nil, "prefilled")
 	} else {
 		err = naivePrefill(ctx, r.rdb, ev, size)
 	}
@@ -475,6 +471,16 @@ func (r *runner) prefill(ctx context.Context, server string, size int, measureMe
 	}
 	r.tokens[server+strconv.Itoa(size)] = tokens
 	return ctx.Err()
+}
+
+// prefillLine joins n users (botID 0 .. n-1) to ev's line straight into
+// rdb through the queue engine, on workers goroutines.
+func prefillLine(ctx context.Context, rdb redis.UniversalClient, ev string, n, workers int, progress io.Writer, what string) error {
+	eng := queue.New(rdb, []byte("bench-prefill"))
+	return parallel(ctx, n, workers, progress, what, func(i int) error {
+		_, _, err := eng.Join(ctx, ev, "VIRTUAL:"+botID(i))
+		return err
+	})
 }
 
 // botID names prefilled user i; joins under load use j<i>.
