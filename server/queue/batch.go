@@ -43,7 +43,8 @@ const (
 	// 140,000 instructions for a join run, against 8,500 a join), so the
 	// fuller the pipelines the less Redis CPU a call takes. At a low rate,
 	// where pipelines carry one call each, nobody waits; under load the
-	// gather mostly ends at DefaultBatchGatherTarget first.
+	// gather mostly ends first when every caller that may come back has
+	// (see DefaultBatchGatherTarget) or none has come for GatherIdle.
 	DefaultBatchGather = 4 * time.Millisecond
 	// DefaultBatchGatherIdle ends a gather once no call has come for this
 	// long. Measured through the HTTP API against a gather without it (three
@@ -54,13 +55,21 @@ const (
 	// millisecond made 26-29 a call there.
 	DefaultBatchGatherIdle = time.Millisecond
 	// DefaultBatchGatherTarget ends a gather as soon as this many calls are
-	// queued. Measured through the HTTP API with 64 connections on a 2-core
-	// VM (four rounds, two servers side by side): against the earlier 500
-	// µs gathered only ahead of a free pipeline, joins went from 21 to 47 a
-	// script call and Redis CPU per join from 6.7 to 4.9 µs (medians), at
-	// the same throughput and median latency; a target of 32 (2 ms) made
-	// 29 a call.
-	DefaultBatchGatherTarget = 48
+	// queued, or as many as may come back if fewer (see fullLocked): a
+	// full pipeline. So a gather waits for every caller the last pipeline
+	// answered and every one queued behind it, however many there are, up
+	// to a pipeline's worth, and GatherIdle ends it when they stop coming.
+	// Measured through the HTTP API with 64 connections on a 2-core VM
+	// (`rushline-bench ab`, two runs of 8 rounds, builds side by side): a
+	// target of 48 made 36.7-38.2 joins a script call, this 45.0-47.8, with
+	// Redis CPU per join 0.88 and 0.93 of 48's (lower in 6 and 7 of 8
+	// rounds) and the same server CPU (0.99, 1.00). Before that, 48 against
+	// the earlier 500 µs gathered only ahead of a free pipeline took joins
+	// from 21 to 47 a script call and Redis CPU per join from 6.7 to 4.9 µs
+	// (medians); a fixed 64 also paid, but only because the bench has
+	// exactly 64 connections. Open loops of a few thousand calls a second
+	// gather fewer than 48 at a time, so they wait as before.
+	DefaultBatchGatherTarget = DefaultBatchSize
 )
 
 // Batching configures how the engine coalesces concurrent script calls into

@@ -285,6 +285,8 @@ func TestBatchGathers(t *testing.T) {
 		{"after a run, three calls go together", 500 * time.Millisecond, 0, 0, 5, 5, 3, 3},
 		{"the target ends the gather", time.Minute, 0, 3, 5, 5, 3, 3},
 		{"the callers that may come back end the gather", time.Minute, 0, 48, 3, 3, 3, 3},
+		{"by default the gather waits for every caller that may come back", time.Minute, 0,
+			DefaultBatchGatherTarget, 60, 60, 60, 60},
 		{"a quiet spell ends the gather", time.Minute, 50 * time.Millisecond, 48, 5, 5, 3, 3},
 		{"after a lone call, the next never waits", time.Minute, 0, 0, 1, 1, 1, 1},
 	}
