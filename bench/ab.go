@@ -74,9 +74,12 @@ type ABResult struct {
 	// Prefill is how many users each line got before the warm-up
 	// (ABConfig.Waiting).
 	Prefill int `json:"prefill,omitempty"`
-	// Floor is the HTTP floor's server CPU µs per request, round by round.
-	Floor  []float64        `json:"floor"`
-	Builds []ABBuildFigures `json:"builds"`
+	// Floor is the HTTP floor's server CPU µs per request, round by round,
+	// and FloorP50 and FloorP99 its latency, ms.
+	Floor    []float64        `json:"floor"`
+	FloorP50 []float64        `json:"floor_p50_ms,omitempty"`
+	FloorP99 []float64        `json:"floor_p99_ms,omitempty"`
+	Builds   []ABBuildFigures `json:"builds"`
 }
 
 // ABBuildFigures is one build's figures, round by round.
@@ -87,6 +90,10 @@ type ABBuildFigures struct {
 	ServerCPU []float64 `json:"server_cpu"`
 	RedisCPU  []float64 `json:"redis_cpu"`
 	RPS       []float64 `json:"rps"`
+	// P50 and P99 are the latency of each round's requests, ms: what a
+	// batching change costs the callers it makes wait.
+	P50 []float64 `json:"p50_ms,omitempty"`
+	P99 []float64 `json:"p99_ms,omitempty"`
 	// Requests answered over every round, and Errors those that were not.
 	Requests int `json:"requests"`
 	Errors   int `json:"errors"`
@@ -413,6 +420,7 @@ func (a *abRun) measure(ctx context.Context, s *abServer, round int) error {
 	}
 	if s.res == nil {
 		a.res.Floor = append(a.res.Floor, f.ServerCPU)
+		a.res.FloorP50, a.res.FloorP99 = append(a.res.FloorP50, f.P50), append(a.res.FloorP99, f.P99)
 		a.progress(round, s.name, f, "")
 		return ctx.Err()
 	}
@@ -422,6 +430,7 @@ func (a *abRun) measure(ctx context.Context, s *abServer, round int) error {
 	}
 	b := s.res
 	b.ServerCPU, b.RedisCPU, b.RPS = append(b.ServerCPU, f.ServerCPU), append(b.RedisCPU, f.RedisCPU), append(b.RPS, f.RPS)
+	b.P50, b.P99 = append(b.P50, f.P50), append(b.P99, f.P99)
 	ok := f.Requests - f.Errors
 	b.Requests, b.Errors = b.Requests+ok, b.Errors+f.Errors
 	b.Commands = addCommands(b.Commands, stats, after, b.Requests-ok, ok)
@@ -552,8 +561,8 @@ func ABMarkdown(w io.Writer, res *ABResult) error {
 	}
 	fmt.Fprintf(&b, "%s, %s: %d CPUs, %s, Redis %s. %d round(s) of %s s of %s by %d "+
 		"closed-loop connections. Every build has a Redis of its own; each server takes its load with every other "+
-		"server and Redis stopped, in an order that turns around each round. CPU figures are µs per answered %s; "+
-		"a ratio is the median of the round-by-round ratios (loads seconds apart, which a slow stretch of the "+
+		"server and Redis stopped, in an order that turns around each round. CPU figures are µs per answered %s, "+
+		"latencies the median over the rounds of each round's p50 and p99; a ratio is the median of the round-by-round ratios (loads seconds apart, which a slow stretch of the "+
 		"machine reaches alike).\n\n", res.Date.Format("2006-01-02 15:04 UTC"), res.Host, res.CPUs, res.Go,
 		res.RedisVersion, res.Settings.Rounds, num(res.Settings.DurationS), what, res.Settings.Connections, one)
 	var about []string
@@ -574,22 +583,28 @@ func ABMarkdown(w io.Writer, res *ABResult) error {
 		fmt.Fprintf(&b, "%s\n\n", strings.Join(about, " "))
 	}
 
-	fmt.Fprintf(&b, "## Medians\n\n| server | server CPU | ÷ the floor's | Redis CPU | Redis CPU, mean | %s/s | %s per script call | errors |\n"+
-		"|---|---:|---:|---:|---:|---:|---:|---:|\n", many, many)
-	fmt.Fprintf(&b, "| floor | %s | 1 | – | – | – | – | – |\n", num(median(res.Floor)))
+	fmt.Fprintf(&b, "## Medians\n\n| server | server CPU | ÷ the floor's | Redis CPU | Redis CPU, mean | %s/s | p50 ms | p99 ms | %s per script call | errors |\n"+
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n", many, many)
+	fmt.Fprintf(&b, "| floor | %s | 1 | – | – | – | %s | %s | – | – |\n", num(median(res.Floor)),
+		medianOrDash(res.FloorP50), medianOrDash(res.FloorP99))
 	for _, r := range res.Builds {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", r.Name, num(median(r.ServerCPU)),
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", r.Name, num(median(r.ServerCPU)),
 			num(roundRatio(r.ServerCPU, res.Floor, median(r.ServerCPU), median(res.Floor))), num(median(r.RedisCPU)),
-			num(r.redisMean()), num(median(r.RPS)), num(r.perScript()), r.Errors)
+			num(r.redisMean()), num(median(r.RPS)), medianOrDash(r.P50), medianOrDash(r.P99), num(r.perScript()), r.Errors)
 	}
 	if len(res.Builds) > 1 {
 		base := res.Builds[0]
-		fmt.Fprintf(&b, "\n## Against %s\n\n| build | server CPU ÷ %s's | lower in | Redis CPU ÷ %s's | lower in |\n|---|---:|---:|---:|---:|\n",
-			base.Name, base.Name, base.Name)
+		fmt.Fprintf(&b, "\n## Against %s\n\n| build | server CPU ÷ %s's | lower in | Redis CPU ÷ %s's | lower in | p99 ÷ %s's | lower in |\n"+
+			"|---|---:|---:|---:|---:|---:|---:|\n", base.Name, base.Name, base.Name, base.Name)
 		for _, r := range res.Builds[1:] {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Name,
+			p99, p99Lower := "–", "–"
+			if len(r.P99) > 0 && len(base.P99) > 0 {
+				p99, p99Lower = num(roundRatio(r.P99, base.P99, median(r.P99), median(base.P99))), lowerIn(r.P99, base.P99)
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Name,
 				num(roundRatio(r.ServerCPU, base.ServerCPU, median(r.ServerCPU), median(base.ServerCPU))), lowerIn(r.ServerCPU, base.ServerCPU),
-				num(roundRatio(r.RedisCPU, base.RedisCPU, median(r.RedisCPU), median(base.RedisCPU))), lowerIn(r.RedisCPU, base.RedisCPU))
+				num(roundRatio(r.RedisCPU, base.RedisCPU, median(r.RedisCPU), median(base.RedisCPU))), lowerIn(r.RedisCPU, base.RedisCPU),
+				p99, p99Lower)
 		}
 	}
 
@@ -637,6 +652,15 @@ func ABMarkdown(w io.Writer, res *ABResult) error {
 	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// medianOrDash is the median of rounds' figures, or "–" for a result
+// written before they were recorded.
+func medianOrDash(rounds []float64) string {
+	if len(rounds) == 0 {
+		return "–"
+	}
+	return num(median(rounds))
 }
 
 // lowerIn says in how many rounds a was below b ("k of n").

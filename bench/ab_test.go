@@ -16,12 +16,14 @@ func TestABMarkdownGolden(t *testing.T) {
 	res := &ABResult{
 		Op: OpJoin, Date: time.Date(2026, 11, 27, 14, 0, 0, 0, time.UTC), Host: "golden", CPUs: 2, Go: "go1.26.8", RedisVersion: "7.0.15",
 		Settings: Settings{DurationS: 6, Rounds: 3, Connections: 64}, Prefill: 100_000,
-		Floor: []float64{28, 30, 29},
+		Floor: []float64{28, 30, 29}, FloorP50: []float64{1.1, 1.2, 1.0}, FloorP99: []float64{4.0, 4.4, 3.9},
 		Builds: []ABBuildFigures{
 			{Name: "old", ServerCPU: []float64{40, 42, 39}, RedisCPU: []float64{6.5, 6.9, 6.4}, RPS: []float64{19000, 18500, 19500},
+				P50: []float64{2.5, 2.7, 2.4}, P99: []float64{8.0, 9.5, 7.5},
 				Requests: 340_000, RedisMicros: 340_000 * 6.6, Line: 112_345, LineEnd: 452_345,
 				Commands: []CommandCost{{"evalsha", 1.0 / 40, 5.6}, {"zadd", 1.0 / 40, 2}, {"xreadgroup", 0.001, 0.1}}},
 			{Name: "new", ServerCPU: []float64{37, 43, 36}, RedisCPU: []float64{6.0, 6.1, 6.2}, RPS: []float64{20000, 18000, 20500},
+				P50: []float64{2.6, 2.9, 2.3}, P99: []float64{7.0, 9.9, 7.2},
 				Requests: 350_000, Errors: 2, RedisMicros: 350_000 * 6.1, Line: 113_000, LineEnd: 463_000,
 				Commands: []CommandCost{{"evalsha", 1.0 / 41, 5.2}, {"zadd", 1.0 / 41, 1.9}, {"xack", 0.001, 0.05}}},
 		},
@@ -123,8 +125,8 @@ func TestABSmoke(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Floor) != 2 || res.RedisVersion == "" {
-		t.Errorf("floor rounds %v, redis %q", res.Floor, res.RedisVersion)
+	if len(res.Floor) != 2 || len(res.FloorP50) != 2 || len(res.FloorP99) != 2 || res.RedisVersion == "" {
+		t.Errorf("floor rounds %v, p50 %v, p99 %v, redis %q", res.Floor, res.FloorP50, res.FloorP99, res.RedisVersion)
 	}
 	if len(res.Builds) != 2 {
 		t.Fatalf("%d builds, want 2", len(res.Builds))
@@ -132,6 +134,10 @@ func TestABSmoke(t *testing.T) {
 	for _, b := range res.Builds {
 		if len(b.ServerCPU) != 2 || len(b.RedisCPU) != 2 || len(b.RPS) != 2 || b.Requests == 0 || b.Errors != 0 {
 			t.Errorf("%s: server %v, redis %v, rps %v, %d joins, %d errors", b.Name, b.ServerCPU, b.RedisCPU, b.RPS, b.Requests, b.Errors)
+		}
+		// Each round's latency, a request's p50 no later than its p99.
+		if len(b.P50) != 2 || len(b.P99) != 2 || b.P50[0] <= 0 || b.P50[0] > b.P99[0] || b.P50[1] > b.P99[1] {
+			t.Errorf("%s: p50 %v, p99 %v ms", b.Name, b.P50, b.P99)
 		}
 		// Every join of a paused event runs join.lua: at most one script
 		// call a join, at least one for every 128.
