@@ -94,9 +94,9 @@ bench-compare: build
 
 ## bench-ab: this tree's server against another build, OLD=path/to/rushline-server (leave it out to read this build
 ## alone): server and Redis CPU per join against the HTTP floor, ten rounds, each server alone while measured;
-## WAITING=1000000 joins behind a line that long
+## WAITING=1000000 joins behind a line that long; RATE=5000 sends that many a second (an open loop) instead
 bench-ab: deps build
-	$(BIN)/rushline-bench ab $(if $(OLD),--build old=$(OLD)) $(if $(WAITING),--waiting $(WAITING)) --build new=$(BIN)/rushline-server
+	$(BIN)/rushline-bench ab $(if $(OLD),--build old=$(OLD)) $(if $(WAITING),--waiting $(WAITING)) $(if $(RATE),--rate $(RATE)) --build new=$(BIN)/rushline-server
 
 ## bench-push: 10,000 SSE streams against one server process, all promoted (latency, RSS, Redis commands per tick)
 bench-push: deps build

@@ -45,6 +45,11 @@ type ABConfig struct {
 	Rounds      int
 	Duration    time.Duration
 	Connections int
+	// Rate, when set, has the measured loads send this many requests a
+	// second, however fast they are answered (an open loop, as callers who
+	// do not wait for each other), Connections being the clients they start
+	// with; the warm-up stays a closed loop.
+	Rate int
 	// Warmup is how long each server takes joins before the first round
 	// (they also make the line status reads rank).
 	Warmup time.Duration
@@ -170,7 +175,7 @@ func AB(ctx context.Context, cfg ABConfig) (res *ABResult, err error) {
 	defer cleanup()
 	cfg.Waiting = max(cfg.Waiting, 0)
 	res = &ABResult{Op: cfg.Op, Prefill: cfg.Waiting, Date: time.Now().UTC().Truncate(time.Second), Host: cfg.Host, CPUs: runtime.NumCPU(), Go: runtime.Version(),
-		Settings: Settings{DurationS: cfg.Duration.Seconds(), Rounds: cfg.Rounds, Connections: cfg.Connections}}
+		Settings: Settings{DurationS: cfg.Duration.Seconds(), Rounds: cfg.Rounds, Connections: cfg.Connections, Rate: max(cfg.Rate, 0)}}
 	var servers []*abServer
 	defer func() {
 		for _, s := range servers {
@@ -303,7 +308,9 @@ func (a *abRun) joins(s *abServer, du time.Duration) load {
 // tokens (the floor answers any token: it reads the first build's).
 func (a *abRun) load(s *abServer) load {
 	if a.cfg.Op != OpStatus {
-		return a.joins(s, a.cfg.Duration)
+		l := a.joins(s, a.cfg.Duration)
+		l.rate = a.cfg.Rate
+		return l
 	}
 	url := s.srv.URL + "/api/v1/events/" + abEvent + "/queue/"
 	hdr := loadHeaders()
@@ -311,7 +318,7 @@ func (a *abRun) load(s *abServer) load {
 	if tokens == nil {
 		tokens = a.servers[1].tokens
 	}
-	return load{name: "ab " + s.name, workers: a.cfg.Connections, duration: a.cfg.Duration, target: func(i uint64, t *vegeta.Target) {
+	return load{name: "ab " + s.name, workers: a.cfg.Connections, rate: a.cfg.Rate, duration: a.cfg.Duration, target: func(i uint64, t *vegeta.Target) {
 		t.Method, t.URL, t.Header, t.Body = http.MethodGet, url+tokens[i%uint64(len(tokens))], hdr, nil
 	}}
 }
@@ -559,12 +566,16 @@ func ABMarkdown(w io.Writer, res *ABResult) error {
 	if res.Op == OpStatus {
 		what = "status reads, round robin, of the last users to join one paused event,"
 	}
-	fmt.Fprintf(&b, "%s, %s: %d CPUs, %s, Redis %s. %d round(s) of %s s of %s by %d "+
-		"closed-loop connections. Every build has a Redis of its own; each server takes its load with every other "+
-		"server and Redis stopped, in an order that turns around each round. CPU figures are µs per answered %s, "+
-		"latencies the median over the rounds of each round's p50 and p99; a ratio is the median of the round-by-round ratios (loads seconds apart, which a slow stretch of the "+
-		"machine reaches alike).\n\n", res.Date.Format("2006-01-02 15:04 UTC"), res.Host, res.CPUs, res.Go,
-		res.RedisVersion, res.Settings.Rounds, num(res.Settings.DurationS), what, res.Settings.Connections, one)
+	by := fmt.Sprintf("by %d closed-loop connections", res.Settings.Connections)
+	if res.Settings.Rate > 0 {
+		by = fmt.Sprintf("at %s a second, an open loop (each sent on time whether or not the last was answered)",
+			digits.Grouped(int64(res.Settings.Rate)))
+	}
+	fmt.Fprintf(&b, "%s, %s: %d CPUs, %s, Redis %s. %d round(s) of %s s of %s %s. Every build has a Redis of its own; "+
+		"each server takes its load with every other server and Redis stopped, in an order that turns around each round. "+
+		"CPU figures are µs per answered %s, latencies the median over the rounds of each round's p50 and p99; a ratio is "+
+		"the median of the round-by-round ratios (loads seconds apart, which a slow stretch of the machine reaches alike).\n\n", res.Date.Format("2006-01-02 15:04 UTC"), res.Host, res.CPUs, res.Go,
+		res.RedisVersion, res.Settings.Rounds, num(res.Settings.DurationS), what, by, one)
 	var about []string
 	if res.Prefill > 0 {
 		about = append(about, fmt.Sprintf("Each line got %s users before the warm-up.", digits.Grouped(int64(res.Prefill))))

@@ -168,8 +168,9 @@ func TestABSmoke(t *testing.T) {
 }
 
 // TestABStatusSmoke reads the status of a build's last users to join
-// against the floor for one short round and checks the figures are
-// status reads'. It asserts no timings.
+// against the floor for one short round, in an open loop, and checks the
+// figures are status reads' and the loads sent what the rate asks for. It
+// asserts no timings.
 func TestABStatusSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("bench smoke test: runs in make test")
@@ -179,7 +180,7 @@ func TestABStatusSmoke(t *testing.T) {
 	cfg := ABConfig{
 		Builds:   []ABBuild{{"a", MustBuild(t, bin, "rushline-server", "../server")}},
 		NaiveCmd: []string{MustBuild(t, bin, "rushline-bench", "./cmd/rushline-bench"), "naive"},
-		Op:       OpStatus, Tokens: 50, Rounds: 1, Duration: 400 * time.Millisecond, Connections: 4,
+		Op:       OpStatus, Tokens: 50, Rounds: 1, Duration: 400 * time.Millisecond, Connections: 4, Rate: 250,
 		Warmup: 200 * time.Millisecond, Host: "smoke", Waiting: 500,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -192,6 +193,11 @@ func TestABStatusSmoke(t *testing.T) {
 	if res.Op != OpStatus || len(res.Floor) != 1 || len(b.ServerCPU) != 1 || b.Requests == 0 || b.Errors != 0 {
 		t.Fatalf("op %q, floor %v, server %v, %d reads, %d errors", res.Op, res.Floor, b.ServerCPU, b.Requests, b.Errors)
 	}
+	// 250 a second for 0.4 s is 100 reads, however fast they are answered
+	// (a closed loop of 4 clients sends thousands).
+	if b.Requests < 99 || b.Requests > 101 || res.Settings.Rate != cfg.Rate {
+		t.Errorf("%d reads in one load at a rate of %d (settings %d), want 100", b.Requests, cfg.Rate, res.Settings.Rate)
+	}
 	// Status reads rank the line and add nobody to it: the prefill's
 	// users, the warm-up's and the tokens' wait there throughout.
 	if c, ok := b.command("zadd"); ok {
@@ -203,7 +209,8 @@ func TestABStatusSmoke(t *testing.T) {
 	}
 	var md strings.Builder
 	if err := ABMarkdown(&md, res); err != nil || !strings.Contains(md.String(), "| a |") ||
-		!strings.Contains(md.String(), "status reads/s") || !strings.Contains(md.String(), "Each line got 500 users") {
+		!strings.Contains(md.String(), "status reads/s") || !strings.Contains(md.String(), "Each line got 500 users") ||
+		!strings.Contains(md.String(), "at 250 a second, an open loop") {
 		t.Errorf("Markdown (%v):\n%s", err, md.String())
 	}
 }

@@ -122,10 +122,15 @@ func median(xs []float64) float64 {
 
 // load is one vegeta attack by a fixed number of workers at maximum rate: a
 // closed loop of workers clients, each sending its next request when the last
-// one is answered.
+// one is answered; or, with rate set, at that rate.
 type load struct {
 	name    string
 	workers int
+	// rate, when set, sends rate requests a second whenever they are
+	// answered (an open loop: vegeta's constant pacer); workers is then how
+	// many vegeta starts with, and it adds more while requests wait, up to
+	// openLoopWorkers.
+	rate int
 	// duration bounds the attack; with count > 0 it ends after count requests instead.
 	duration time.Duration
 	count    int
@@ -134,6 +139,11 @@ type load struct {
 	// keep, when set, sees the body of every answered request i.
 	keep func(i uint64, body []byte)
 }
+
+// openLoopWorkers caps an open loop's workers (and connections): past it a
+// server that cannot keep up with the rate slows the load down rather than
+// taking ever more connections.
+const openLoopWorkers = 1024
 
 // loadTotals sums one or more loads of the same kind: latency percentiles
 // over every request, throughput over the loads' summed attack time.
@@ -210,15 +220,20 @@ func (l load) run(ctx context.Context, tot *loadTotals, meter cpuMeter) {
 		l.target(i, t)
 		return nil
 	}
-	w := uint64(l.workers)
+	w, maxW := uint64(l.workers), uint64(l.workers)
+	pacer := vegeta.ConstantPacer{}
+	if l.rate > 0 {
+		pacer = vegeta.ConstantPacer{Freq: l.rate, Per: time.Second}
+		maxW = max(w, openLoopWorkers)
+	}
 	// A transport of the load's own, closed after it: vegeta's keeps its
 	// connections open for good, so every load would leave its workers'
 	// connections (and a goroutine each) idle in the servers and in this
 	// process, for the later loads' garbage collections to scan.
-	transport := &http.Transport{MaxIdleConnsPerHost: l.workers, MaxConnsPerHost: l.workers,
+	transport := &http.Transport{MaxIdleConnsPerHost: int(maxW), MaxConnsPerHost: int(maxW),
 		DialContext: (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext}
 	defer transport.CloseIdleConnections()
-	atk := vegeta.NewAttacker(vegeta.Client(&http.Client{Transport: transport}), vegeta.Workers(w), vegeta.MaxWorkers(w),
+	atk := vegeta.NewAttacker(vegeta.Client(&http.Client{Transport: transport}), vegeta.Workers(w), vegeta.MaxWorkers(maxW),
 		vegeta.Timeout(30*time.Second), vegeta.Redirects(vegeta.NoFollow))
 	du := l.duration
 	if l.count > 0 {
@@ -227,7 +242,7 @@ func (l load) run(ctx context.Context, tot *loadTotals, meter cpuMeter) {
 	stop := context.AfterFunc(ctx, func() { atk.Stop() })
 	defer stop()
 	var first, last time.Time
-	for r := range atk.Attack(tr, vegeta.ConstantPacer{}, du, l.name) {
+	for r := range atk.Attack(tr, pacer, du, l.name) {
 		if r.Code == 0 && r.Error == vegeta.ErrNoTargets.Error() {
 			continue
 		}

@@ -48,7 +48,10 @@ type Settings struct {
 	DurationS   float64 `json:"duration_s"`
 	Rounds      int     `json:"rounds,omitempty"`
 	Connections int     `json:"connections"`
-	Sizes       []int   `json:"sizes"`
+	// Rate, when set, is the requests a second of an open loop (ab --rate)
+	// in place of Connections closed-loop clients.
+	Rate  int   `json:"rate,omitempty"`
+	Sizes []int `json:"sizes"`
 }
 
 // HTTP servers and operations measured.
