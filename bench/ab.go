@@ -608,14 +608,10 @@ func ABMarkdown(w io.Writer, res *ABResult) error {
 		fmt.Fprintf(&b, "\n## Against %s\n\n| build | server CPU ÷ %s's | lower in | Redis CPU ÷ %s's | lower in | p99 ÷ %s's | lower in |\n"+
 			"|---|---:|---:|---:|---:|---:|---:|\n", base.Name, base.Name, base.Name, base.Name)
 		for _, r := range res.Builds[1:] {
-			p99, p99Lower := "–", "–"
-			if len(r.P99) > 0 && len(base.P99) > 0 {
-				p99, p99Lower = num(roundRatio(r.P99, base.P99, median(r.P99), median(base.P99))), lowerIn(r.P99, base.P99)
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Name,
-				num(roundRatio(r.ServerCPU, base.ServerCPU, median(r.ServerCPU), median(base.ServerCPU))), lowerIn(r.ServerCPU, base.ServerCPU),
-				num(roundRatio(r.RedisCPU, base.RedisCPU, median(r.RedisCPU), median(base.RedisCPU))), lowerIn(r.RedisCPU, base.RedisCPU),
-				p99, p99Lower)
+			server, serverLower := against(r.ServerCPU, base.ServerCPU)
+			redisCPU, redisLower := against(r.RedisCPU, base.RedisCPU)
+			p99, p99Lower := against(r.P99, base.P99)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Name, server, serverLower, redisCPU, redisLower, p99, p99Lower)
 		}
 	}
 
@@ -672,6 +668,16 @@ func medianOrDash(rounds []float64) string {
 		return "–"
 	}
 	return num(median(rounds))
+}
+
+// against is a's rounds against b's: the median of the round-by-round
+// ratios and in how many rounds a was lower, or dashes for a result written
+// before the figure was recorded.
+func against(a, b []float64) (ratio, lower string) {
+	if len(a) == 0 || len(b) == 0 {
+		return "–", "–"
+	}
+	return num(roundRatio(a, b, median(a), median(b))), lowerIn(a, b)
 }
 
 // lowerIn says in how many rounds a was below b ("k of n").
