@@ -126,8 +126,9 @@ func median(xs []float64) float64 {
 type load struct {
 	name    string
 	workers int
-	// rate, when set, sends rate requests a second whenever they are
-	// answered (an open loop: vegeta's constant pacer); workers is then how
+	// rate, when set, sends rate requests a second whether or not the
+	// earlier ones were answered (an open loop: vegeta's constant pacer);
+	// workers is then how
 	// many vegeta starts with, and it adds more while requests wait, up to
 	// openLoopWorkers.
 	rate int
