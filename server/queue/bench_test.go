@@ -62,9 +62,9 @@ func BenchmarkEngine(b *testing.B) {
 					name := fmt.Sprintf("op=%s/waiting=%s/batching=%s/callers=%d", op.name, waiting.name, batching.name, callers)
 					b.Run(name, func(b *testing.B) {
 						b.ReportAllocs()
-						before := mustRedisCPU(b, rdb)
+						before := redistest.MustCPU(b, rdb)
 						defer func() {
-							b.ReportMetric(float64((mustRedisCPU(b, rdb)-before).Nanoseconds())/float64(b.N), "redis-ns/op")
+							b.ReportMetric(float64((redistest.MustCPU(b, rdb)-before).Nanoseconds())/float64(b.N), "redis-ns/op")
 						}()
 						var n atomic.Int64
 						b.SetParallelism(max(1, callers/runtime.GOMAXPROCS(0)))
@@ -89,28 +89,6 @@ func BenchmarkEngine(b *testing.B) {
 			}
 		}
 	}
-}
-
-// mustRedisCPU is the CPU time the Redis server has used so far (INFO cpu,
-// user + system), so a benchmark can report Redis's share of each op.
-func mustRedisCPU(tb testing.TB, rdb *redis.Client) time.Duration {
-	tb.Helper()
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if k == "used_cpu_user" || k == "used_cpu_sys" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				tb.Fatalf("INFO cpu %s: %v", k, err)
-			}
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
 }
 
 // mustPrefill puts n users straight into the waiting set of eventID (seqs
@@ -149,7 +127,7 @@ func BenchmarkTick(b *testing.B) {
 	if err := eng.PutEvent(ctx, ev); err != nil {
 		b.Fatal(err)
 	}
-	before := mustRedisCPU(b, rdb)
+	before := redistest.MustCPU(b, rdb)
 	b.StartTimer()
 	for range b.N {
 		res := MustTick(b, eng, ev.ID)
@@ -160,7 +138,7 @@ func BenchmarkTick(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*1000)/b.Elapsed().Seconds(), "promotions/s")
-	b.ReportMetric(float64((mustRedisCPU(b, rdb)-before).Nanoseconds())/float64(b.N*1000), "redis-ns/promotion")
+	b.ReportMetric(float64((redistest.MustCPU(b, rdb)-before).Nanoseconds())/float64(b.N*1000), "redis-ns/promotion")
 }
 
 // BenchmarkMemoryPerWaitingUser reports Redis memory per waiting user after

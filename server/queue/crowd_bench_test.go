@@ -29,7 +29,7 @@ func BenchmarkJoinCrowd(b *testing.B) {
 				b.Fatal(err)
 			}
 			rdb.SlowLogReset(ctx)
-			before := mustRedisCPU(b, rdb)
+			before := redistest.MustCPU(b, rdb)
 			var cursor int64
 			for b.Loop() {
 				res, err := eng.JoinCrowd(ctx, id, "r1", "VIRTUAL:d-2026-11-25t2000-normal-", cursor, chunk)
@@ -38,7 +38,7 @@ func BenchmarkJoinCrowd(b *testing.B) {
 				}
 				cursor = res.Cursor
 			}
-			b.ReportMetric(float64((mustRedisCPU(b, rdb)-before).Nanoseconds())/float64(cursor), "redis-ns/user")
+			b.ReportMetric(float64((redistest.MustCPU(b, rdb)-before).Nanoseconds())/float64(cursor), "redis-ns/user")
 			slow, err := rdb.SlowLogGet(ctx, -1).Result()
 			if err != nil {
 				b.Fatal(err)

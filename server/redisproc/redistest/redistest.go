@@ -6,6 +6,8 @@ package redistest
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +66,29 @@ func MustClient(tb testing.TB, addr string, opts ...func(*redis.Options)) *redis
 		tb.Fatalf("redistest: ping %s: %v", addr, err)
 	}
 	return c
+}
+
+// MustCPU is the CPU time, user and system, the Redis server behind rdb has
+// used so far (INFO cpu): a benchmark reads it around its work to report
+// Redis's share of each op.
+func MustCPU(tb testing.TB, rdb redis.UniversalClient) time.Duration {
+	tb.Helper()
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatalf("redistest: INFO cpu: %v", err)
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k == "used_cpu_user" || k == "used_cpu_sys" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				tb.Fatalf("redistest: INFO cpu %s: %v", k, err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second))
 }
 
 // MustCluster starts a Redis Cluster of masters (at least 3) with its data in

@@ -1,0 +1,160 @@
+package queue
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rushline/rushline/server/redisproc/redistest"
+)
+
+//go:embed testdata/join_floor.lua
+var luaJoinFloor string
+
+// floorBatch is how many new users each batch of BenchmarkJoinFloor
+// carries: about what the bench's HTTP batches hold under 64 connections.
+const floorBatch = 48
+
+// floorTurn is how many batches each script runs in a row before the other
+// takes its turn; Redis's CPU is read around each turn.
+const floorTurn = 20
+
+// BenchmarkJoinFloor measures what join.lua costs Redis per new user
+// against the least a join into a sorted-set line can cost it:
+// testdata/join_floor.lua takes the same arguments and only takes the
+// seqs and ZADDs the users. The two take turns on one Redis, each on an
+// event of its own whose line starts at the length given, so both see the
+// same machine, the same Redis and lines of the same length. Reported:
+// Redis CPU per user for each (join-redis-ns/user, floor-redis-ns/user) and
+// their ratio (join/floor), the part of join.lua's Redis cost that is not
+// the line itself (its config, counters, audit record and answers).
+func BenchmarkJoinFloor(b *testing.B) {
+	rdb := redistest.MustClient(b, redistest.MustStart(b).Addr())
+	ctx := context.Background()
+	eng := New(rdb, []byte("k"), WithBatching(Batching{}))
+	floor := script(luaJoinFloor)
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"1k", 1_000}, {"100k", 100_000}, {"1M", 1_000_000}} {
+		b.Run("waiting="+size.name, func(b *testing.B) {
+			// -count runs this again: each run starts from an empty Redis.
+			if err := rdb.FlushAll(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			scripts := []*luaScript{scriptJoin, floor}
+			ids := []string{"join-" + size.name, "floor-" + size.name}
+			for _, id := range ids {
+				if err := eng.CreateEvent(ctx, Event{ID: id, Name: id, Seats: 1, Capacity: 1, AdmitBatch: 1,
+					AdmitIntervalMS: 250, ActiveTTLS: 60, Policy: PolicyBatch, Paused: true}); err != nil {
+					b.Fatal(err)
+				}
+				mustFillLine(b, rdb, id, size.n)
+			}
+			var cpu [2]time.Duration
+			users := 0
+			for b.Loop() {
+				for k, s := range scripts {
+					before := redistest.MustCPU(b, rdb)
+					for t := range floorTurn {
+						args := floorArgs(fmt.Sprintf("%s-%d-%d-", ids[k], users, t))
+						if err := s.Run(ctx, rdb, s.keysOf(ids[k]), args...).Err(); err != nil {
+							b.Fatalf("%s: %v", ids[k], err)
+						}
+					}
+					cpu[k] += redistest.MustCPU(b, rdb) - before
+				}
+				users += floorTurn * floorBatch
+			}
+			for _, id := range ids {
+				if got, err := rdb.ZCard(ctx, key(id, keyWaiting)).Result(); err != nil || got != int64(size.n+users) {
+					b.Fatalf("%s: %d waiting (%v), want %d", id, got, err, size.n+users)
+				}
+			}
+			join, fl := float64(cpu[0].Nanoseconds())/float64(users), float64(cpu[1].Nanoseconds())/float64(users)
+			b.ReportMetric(join, "join-redis-ns/user")
+			b.ReportMetric(fl, "floor-redis-ns/user")
+			b.ReportMetric(join/fl, "join/floor")
+		})
+	}
+}
+
+// TestJoinFloorLinesUpAsJoin: the floor BenchmarkJoinFloor measures
+// join.lua against must do join.lua's work for a batch of new users, no
+// less: the same batches put the same users in line with the same scores
+// and take the seq counter to the same value.
+func TestJoinFloorLinesUpAsJoin(t *testing.T) {
+	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
+	ctx := context.Background()
+	eng := New(rdb, []byte("k"), WithBatching(Batching{}))
+	scripts, ids := []*luaScript{scriptJoin, script(luaJoinFloor)}, []string{"join", "floor"}
+	for k, id := range ids {
+		if err := eng.CreateEvent(ctx, Event{ID: id, Name: id, Seats: 1, Capacity: 1, AdmitBatch: 1,
+			AdmitIntervalMS: 250, ActiveTTLS: 60, Policy: PolicyBatch, Paused: true}); err != nil {
+			t.Fatal(err)
+		}
+		mustFillLine(t, rdb, id, 7)
+		for batch := range 3 {
+			s := scripts[k]
+			if err := s.Run(ctx, rdb, s.keysOf(id), floorArgs(fmt.Sprintf("b%d-", batch))...).Err(); err != nil {
+				t.Fatalf("%s: %v", id, err)
+			}
+		}
+	}
+	var lines [2][]redis.Z
+	var seqs [2]string
+	for k, id := range ids {
+		var err error
+		if lines[k], err = rdb.ZRangeWithScores(ctx, key(id, keyWaiting), 0, -1).Result(); err != nil {
+			t.Fatal(err)
+		}
+		if seqs[k], err = rdb.Get(ctx, key(id, keySeq)).Result(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := 7 + 3*floorBatch; len(lines[0]) != want {
+		t.Fatalf("join.lua's line holds %d, want %d", len(lines[0]), want)
+	}
+	if !slices.Equal(lines[0], lines[1]) {
+		t.Errorf("the floor's line differs from join.lua's:\n%v\n%v", lines[1], lines[0])
+	}
+	if seqs[0] != seqs[1] {
+		t.Errorf("seq counter: floor %s, join.lua %s", seqs[1], seqs[0])
+	}
+}
+
+// floorArgs is the ARGV, NOW first, of one batch of floorBatch plain new
+// joins, their user ids prefix followed by 0, 1, …, as the batcher sends
+// join.lua (concatArgs of joinArgv).
+func floorArgs(prefix string) []any {
+	calls := make([]*call, floorBatch)
+	for i := range calls {
+		calls[i] = &call{args: append([]any{int64(1000), int64(0)}, joinArgv(prefix+strconv.Itoa(i), JoinOptions{})...)}
+	}
+	return concatArgs(int64(1000), calls)
+}
+
+// mustFillLine puts n users in eventID's line, seqs 1..n, with variadic
+// ZADDs, and sets its seq counter past them.
+func mustFillLine(tb testing.TB, rdb *redis.Client, eventID string, n int) {
+	tb.Helper()
+	ctx := context.Background()
+	pipe := rdb.Pipeline()
+	for lo := 1; lo <= n; lo += 1_000 {
+		zs := make([]redis.Z, 0, 1_000)
+		for i := lo; i < min(lo+1_000, n+1); i++ {
+			zs = append(zs, redis.Z{Score: float64(i), Member: "fill-" + strconv.Itoa(i)})
+		}
+		pipe.ZAdd(ctx, key(eventID, keyWaiting), zs...)
+	}
+	pipe.Set(ctx, key(eventID, keySeq), n, 0)
+	if _, err := pipe.Exec(ctx); err != nil {
+		tb.Fatal(err)
+	}
+}
