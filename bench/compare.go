@@ -36,6 +36,11 @@ func figures(r *Result) []figure {
 		add(p+"per_s", x.PerS, false)
 		add(p+"redis_cpu_us", x.RedisCPU, true)
 	}
+	for _, x := range r.LineFloor {
+		p := fmt.Sprintf("sorted-set floor @%s ", SizeLabel(x.Waiting))
+		add(p+"join_redis_cpu_us", x.JoinCPU, true)
+		add(p+"floor_redis_cpu_us", x.FloorCPU, true)
+	}
 	add("admission promotions_per_s", r.Admission.PromotionsPerS, false)
 	add("push promotions_per_s", r.Push.PromotionsPerS, false)
 	add("push p50_ms", r.Push.P50, true)

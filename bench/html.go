@@ -26,8 +26,8 @@ type htmlCeiling struct{ Op, Waiting, Via, RedisCPU, PerS string }
 
 type htmlView struct {
 	Host, Date, Setup, Load string
-	// HTTP, Rounds and Drop say which charts the page has.
-	HTTP, Rounds, Drop bool
+	// HTTP, Rounds, Drop and LineFloor say which charts the page has.
+	HTTP, Rounds, Drop, LineFloor bool
 	// The drop step's section: its title, intro, figures and failed checks.
 	DropTitle, DropIntro string
 	DropRows             []htmlRatio
@@ -63,6 +63,15 @@ type chartData struct {
 	} `json:"cpu"`
 	Drop   *dropChart   `json:"drop,omitempty"`
 	Rounds *roundsChart `json:"rounds,omitempty"`
+	// LineFloor is Redis CPU per user in process by size, join.lua's and
+	// the sorted-set floor's; nil where the step did not run.
+	LineFloor *lineFloorChart `json:"line_floor,omitempty"`
+}
+
+// lineFloorChart is the sorted-set floor step's series over the sizes.
+type lineFloorChart struct {
+	Join  []*float64 `json:"join"`
+	Floor []*float64 `json:"floor"`
 }
 
 // roundsChart is the floor's and rushline's server CPU per join at the
@@ -150,6 +159,19 @@ func (r *Result) chart() chartData {
 		d.CPU.RushlineRedis = append(d.CPU.RushlineRedis, at(ServerRushline, OpJoin, n, func(h HTTPFigures) float64 { return h.RedisCPU }))
 	}
 	d.Rounds = r.roundsChart()
+	if len(r.LineFloor) > 0 {
+		c := &lineFloorChart{}
+		for _, n := range d.Sizes {
+			var join, floor *float64
+			for _, f := range r.LineFloor {
+				if f.Waiting == n && f.FloorCPU > 0 {
+					join, floor = &f.JoinCPU, &f.FloorCPU
+				}
+			}
+			c.Join, c.Floor = append(c.Join, join), append(c.Floor, floor)
+		}
+		d.LineFloor = c
+	}
 	if r.Drop != nil {
 		c := &dropChart{}
 		for _, x := range r.Drop.Timeline {
@@ -184,7 +206,7 @@ func HTML(w io.Writer, r *Result) error {
 	v := htmlView{Host: r.Host, Date: r.Date.UTC().Format("2006-01-02 15:04 UTC"), Setup: setupLine(r), Load: loadLine(r),
 		UPlotVersion: uplot.Version, UPlotCSS: template.CSS(uplot.CSS), UPlotJS: template.JS(uplot.Script()),
 		AppJS: template.JS(pageJS), Data: template.JS(data), HTTP: !r.onlyDrop(), Rounds: c.Rounds != nil,
-		Drop: r.Drop != nil}
+		Drop: r.Drop != nil, LineFloor: c.LineFloor != nil}
 	if d := r.Drop; d != nil {
 		v.DropTitle, v.DropIntro, v.DropRows, v.Mismatches = d.dropTitle(), d.dropIntro(), d.dropRows(), d.Mismatches
 	}

@@ -53,6 +53,27 @@ func TestHTML(t *testing.T) {
 			}
 		})
 	}
+	// The sorted-set floor, measured at 1k and 1M only.
+	if d.LineFloor == nil || !strings.Contains(page, `<div id="linefloor">`) {
+		t.Fatal("no chart of the sorted-set floor")
+	}
+	for _, tc := range []struct {
+		name   string
+		series []*float64
+		want   []float64
+	}{
+		{"join.lua", d.LineFloor.Join, []float64{3.6, 0, 6}},
+		{"floor", d.LineFloor.Floor, []float64{3, 0, 5}},
+	} {
+		if len(tc.series) != n {
+			t.Fatalf("sorted-set floor, %s: %d points, want %d", tc.name, len(tc.series), n)
+		}
+		for i, p := range tc.series {
+			if (tc.want[i] == 0) != (p == nil) || (p != nil && *p != tc.want[i]) {
+				t.Errorf("sorted-set floor, %s, point %d = %v, want %v", tc.name, i, p, tc.want[i])
+			}
+		}
+	}
 	// The first size's join rounds, shared and pinned.
 	if d.Rounds == nil || !strings.Contains(page, `<div id="rounds">`) {
 		t.Fatal("no chart of the join rounds")

@@ -83,6 +83,13 @@ const ceilingIntro = "An event's keys share one Redis core, so whatever the repl
 	"the bottleneck: one replica's batches under that many callers, new users joining from the line length " +
 	"given (an upper bound for replicas that each see fewer callers, or for a mix with repeated joins)."
 
+// lineFloorIntro says what the sorted-set floor is.
+const lineFloorIntro = "The least a join into a line held in a Redis sorted set can cost Redis: the floor script takes " +
+	"join.lua's arguments for a batch of new users and only takes their seqs (one INCRBY) and puts them in line " +
+	"(one ZADD), with no config, counters, audit record or answers. The two take turns on one Redis, driven in process " +
+	"with batches of new users, each on an event of its own whose line starts at the length given. The floor follows " +
+	"the machine and the Redis version as the targets do; join.lua ÷ floor is what rushline's join adds to the line itself."
+
 // targetText is x's target as "≥ t" or "≤ t", or "—" without one.
 func (x Ratio) targetText() string {
 	switch {
@@ -204,6 +211,16 @@ func Markdown(w io.Writer, r *Result) error {
 			"| op | waiting | measured | Redis CPU µs per request | one event's ceiling, per s |\n|---|---:|---|---:|---:|\n")
 		for _, c := range cs {
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", c.Op, SizeLabel(c.Waiting), c.Via, num(c.RedisCPU), num(c.PerS))
+		}
+	}
+
+	if len(r.LineFloor) > 0 {
+		b.WriteString("\n## The sorted-set floor\n\n" + lineFloorIntro + "\n\n" +
+			"| waiting | batch | users each | join.lua, Redis CPU µs per user | floor, Redis CPU µs per user | join.lua ÷ floor | the floor's ceiling, joins/s |\n" +
+			"|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, f := range r.LineFloor {
+			fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s |\n", SizeLabel(f.Waiting), f.Batch, f.Users,
+				num(f.JoinCPU), num(f.FloorCPU), num(f.Ratio()), num(f.Ceiling()))
 		}
 	}
 

@@ -118,6 +118,9 @@ func TestComputeRatios(t *testing.T) {
 		// O(log N): p99 at 1M within 1.2× of p99 at 1k
 		{name: "status p99 rushline @1M / @1k", value: 12.6 / 10.5, verdict: "PASS"},
 		{name: "promotion p99 ms @10000 streams", value: 30.6 / 0.85, verdict: "PASS"},
+		// the sorted-set floor: shown, with no target of its own
+		{name: "join Redis CPU µs per user, sorted-set floor, in process @1M", value: 5, verdict: ""},
+		{name: "join Redis CPU rushline/sorted-set floor, in process @1k", value: 3.6 / 3, verdict: ""},
 		{name: "redis bytes per waiting user", value: 187.5, verdict: "PASS"},
 		{name: "join rushline/redis-benchmark join-script -P 1 @1k", value: 18275.0 / 45000, verdict: ""},
 		// Redis CPU per request, ours over naive's in the same run: no

@@ -37,6 +37,9 @@ type Result struct {
 	// Engine is the engine step's figures: joins and status reads with the
 	// engine driven in process, no HTTP (absent in older files).
 	Engine []EngineFigures `json:"engine,omitempty"`
+	// LineFloor holds join.lua against the least a sorted-set line costs
+	// Redis, at every size (absent in older files).
+	LineFloor []LineFloorFigures `json:"line_floor,omitempty"`
 	// Drop is the practice drop step's figures (absent when not run).
 	Drop   *DropFigures `json:"drop,omitempty"`
 	Ratios []Ratio      `json:"ratios"`
@@ -263,6 +266,13 @@ func (r *Result) ComputeRatios() {
 		}
 		add(e.Op+" Redis CPU µs per request"+at, e.RedisCPU, 1, 0, true)
 		add("one event's ceiling, "+unit+at, 1e6, e.RedisCPU, 0, false)
+	}
+	// The sorted-set floor, in process: what any line held in a sorted set
+	// costs this Redis, beside the targets measured over HTTP.
+	for _, f := range r.LineFloor {
+		at := ", in process @" + SizeLabel(f.Waiting)
+		add("join Redis CPU µs per user, sorted-set floor"+at, f.FloorCPU, 1, 0, true)
+		add("join Redis CPU rushline/sorted-set floor"+at, f.JoinCPU, f.FloorCPU, 0, true)
 	}
 	if len(sizes) > 0 {
 		// The most any server can gain on naive with this client on this machine.

@@ -213,6 +213,12 @@ func (r *runner) steps() []step {
 		seconds(c.AdmissionWaiting, 15_000), r.admission})
 	s = append(s, step{fmt.Sprintf("engine in process, %d callers, no HTTP: status reads and joins for %s each", c.Connections, c.Duration),
 		seconds(c.Sizes[0], 20_000) + 2*c.Duration, r.engine})
+	var filled int
+	for _, n := range c.Sizes {
+		filled += 2 * n
+	}
+	s = append(s, step{fmt.Sprintf("sorted-set floor: join.lua and INCRBY+ZADD alone, in turns, %s at each size", c.Duration),
+		seconds(filled, 500_000) + time.Duration(len(c.Sizes))*c.Duration, r.lineFloor})
 	s = append(s, step{"start naive baseline and rushline-server", 3 * time.Second, r.startServers})
 	s = append(s, step{"warm up both servers (not recorded)", 2 * c.Warmup, r.warmUp})
 	for _, n := range c.Sizes {

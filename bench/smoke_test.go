@@ -133,6 +133,16 @@ func TestRunSmoke(t *testing.T) {
 			t.Errorf("engine %s: %+v", e.Op, e)
 		}
 	}
+	// The sorted-set floor: join.lua and the floor at every size, each
+	// having put the same users in line with Redis CPU behind them.
+	if len(r.LineFloor) != len(cfg.Sizes) {
+		t.Errorf("%d sorted-set floor rows, want one a size", len(r.LineFloor))
+	}
+	for i, f := range r.LineFloor {
+		if f.Waiting != cfg.Sizes[i] || f.Users <= 0 || f.Users%f.Batch != 0 || f.JoinCPU <= 0 || f.FloorCPU <= 0 {
+			t.Errorf("sorted-set floor @%d: %+v", cfg.Sizes[i], f)
+		}
+	}
 	vias := map[string]int{}
 	for _, c := range r.Ceilings() {
 		vias[c.Via]++

@@ -37,6 +37,10 @@
       line("Redis under naive", css("--c2"), dash), line("Redis under rushline", css("--c1"), dash)],
       [d.cpu.naive_server, d.cpu.rushline_server, d.cpu.naive_redis, d.cpu.rushline_redis]);
   }
+  if (d.line_floor) {
+    plot("linefloor", "µs per user", [line("join.lua", css("--c1")), line("sorted-set floor", css("--muted"), dash)],
+      [d.line_floor.join, d.line_floor.floor]);
+  }
   if (d.rounds) {
     var el = document.getElementById("rounds");
     var u = new uPlot({ width: Math.max(el.clientWidth, 280), height: 260,

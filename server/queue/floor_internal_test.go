@@ -2,7 +2,6 @@ package queue
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,9 +13,6 @@ import (
 	"github.com/rushline/rushline/server/redisproc/redistest"
 )
 
-//go:embed testdata/join_floor.lua
-var luaJoinFloor string
-
 // floorBatch is how many new users each batch of BenchmarkJoinFloor
 // carries: about what the bench's HTTP batches hold under 64 connections.
 const floorBatch = 48
@@ -26,19 +22,18 @@ const floorBatch = 48
 const floorTurn = 20
 
 // BenchmarkJoinFloor measures what join.lua costs Redis per new user
-// against the least a join into a sorted-set line can cost it:
-// testdata/join_floor.lua takes the same arguments and only takes the
-// seqs and ZADDs the users. The two take turns on one Redis, each on an
-// event of its own whose line starts at the length given, so both see the
-// same machine, the same Redis and lines of the same length. Reported:
-// Redis CPU per user for each (join-redis-ns/user, floor-redis-ns/user) and
-// their ratio (join/floor), the part of join.lua's Redis cost that is not
-// the line itself (its config, counters, audit record and answers).
+// against the least a join into a sorted-set line can cost it (LineFloor:
+// the same arguments, only the seqs taken and the users ZADDed). The two
+// take turns on one Redis, each on an event of its own whose line starts at
+// the length given, so both see the same machine, the same Redis and lines
+// of the same length. Reported: Redis CPU per user for each
+// (join-redis-ns/user, floor-redis-ns/user) and their ratio (join/floor),
+// how much join.lua adds to the line itself (its config, counters, audit
+// record and answers).
 func BenchmarkJoinFloor(b *testing.B) {
 	rdb := redistest.MustClient(b, redistest.MustStart(b).Addr())
 	ctx := context.Background()
 	eng := New(rdb, []byte("k"), WithBatching(Batching{}))
-	floor := script(luaJoinFloor)
 	for _, size := range []struct {
 		name string
 		n    int
@@ -48,23 +43,14 @@ func BenchmarkJoinFloor(b *testing.B) {
 			if err := rdb.FlushAll(ctx).Err(); err != nil {
 				b.Fatal(err)
 			}
-			scripts := []*luaScript{scriptJoin, floor}
-			ids := []string{"join-" + size.name, "floor-" + size.name}
-			for _, id := range ids {
-				if err := eng.CreateEvent(ctx, Event{ID: id, Name: id, Seats: 1, Capacity: 1, AdmitBatch: 1,
-					AdmitIntervalMS: 250, ActiveTTLS: 60, Policy: PolicyBatch, Paused: true}); err != nil {
-					b.Fatal(err)
-				}
-				mustFillLine(b, rdb, id, size.n)
-			}
+			ids := mustFloorEvents(b, eng, rdb, size.name, size.n)
 			var cpu [2]time.Duration
 			users := 0
 			for b.Loop() {
-				for k, s := range scripts {
+				for k, s := range []LineScript{LineJoin, LineFloor} {
 					before := redistest.MustCPU(b, rdb)
 					for t := range floorTurn {
-						args := floorArgs(fmt.Sprintf("%s-%d-%d-", ids[k], users, t))
-						if err := s.Run(ctx, rdb, s.keysOf(ids[k]), args...).Err(); err != nil {
+						if err := eng.RunLineBatch(ctx, s, ids[k], floorUsers(fmt.Sprintf("%s-%d-%d-", ids[k], users, t))); err != nil {
 							b.Fatalf("%s: %v", ids[k], err)
 						}
 					}
@@ -85,25 +71,19 @@ func BenchmarkJoinFloor(b *testing.B) {
 	}
 }
 
-// TestJoinFloorLinesUpAsJoin: the floor BenchmarkJoinFloor measures
-// join.lua against must do join.lua's work for a batch of new users, no
-// less: the same batches put the same users in line with the same scores
-// and take the seq counter to the same value.
+// TestJoinFloorLinesUpAsJoin: the floor that join.lua is measured against
+// must do join.lua's work for a batch of new users, no less: the same
+// batches put the same users in line with the same scores and take the seq
+// counter to the same value.
 func TestJoinFloorLinesUpAsJoin(t *testing.T) {
 	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
 	ctx := context.Background()
 	eng := New(rdb, []byte("k"), WithBatching(Batching{}))
-	scripts, ids := []*luaScript{scriptJoin, script(luaJoinFloor)}, []string{"join", "floor"}
-	for k, id := range ids {
-		if err := eng.CreateEvent(ctx, Event{ID: id, Name: id, Seats: 1, Capacity: 1, AdmitBatch: 1,
-			AdmitIntervalMS: 250, ActiveTTLS: 60, Policy: PolicyBatch, Paused: true}); err != nil {
-			t.Fatal(err)
-		}
-		mustFillLine(t, rdb, id, 7)
+	ids := mustFloorEvents(t, eng, rdb, "t", 7)
+	for k, s := range []LineScript{LineJoin, LineFloor} {
 		for batch := range 3 {
-			s := scripts[k]
-			if err := s.Run(ctx, rdb, s.keysOf(id), floorArgs(fmt.Sprintf("b%d-", batch))...).Err(); err != nil {
-				t.Fatalf("%s: %v", id, err)
+			if err := eng.RunLineBatch(ctx, s, ids[k], floorUsers(fmt.Sprintf("b%d-", batch))); err != nil {
+				t.Fatalf("%s: %v", ids[k], err)
 			}
 		}
 	}
@@ -127,17 +107,33 @@ func TestJoinFloorLinesUpAsJoin(t *testing.T) {
 	if seqs[0] != seqs[1] {
 		t.Errorf("seq counter: floor %s, join.lua %s", seqs[1], seqs[0])
 	}
+	if err := eng.RunLineBatch(ctx, LineFloor, ids[1], nil); err == nil {
+		t.Error("a line batch of no users ran")
+	}
 }
 
-// floorArgs is the ARGV, NOW first, of one batch of floorBatch plain new
-// joins, their user ids prefix followed by 0, 1, …, as the batcher sends
-// join.lua (concatArgs of joinArgv).
-func floorArgs(prefix string) []any {
-	calls := make([]*call, floorBatch)
-	for i := range calls {
-		calls[i] = &call{args: append([]any{int64(1000), int64(0)}, joinArgv(prefix+strconv.Itoa(i), JoinOptions{})...)}
+// mustFloorEvents creates two paused events, for join.lua and the floor,
+// each with n users in line, and returns their ids.
+func mustFloorEvents(tb testing.TB, eng *Engine, rdb *redis.Client, name string, n int) []string {
+	tb.Helper()
+	ids := []string{"join-" + name, "floor-" + name}
+	for _, id := range ids {
+		if err := eng.CreateEvent(context.Background(), Event{ID: id, Name: id, Seats: 1, Capacity: 1, AdmitBatch: 1,
+			AdmitIntervalMS: 250, ActiveTTLS: 60, Policy: PolicyBatch, Paused: true}); err != nil {
+			tb.Fatal(err)
+		}
+		mustFillLine(tb, rdb, id, n)
 	}
-	return concatArgs(int64(1000), calls)
+	return ids
+}
+
+// floorUsers is a batch of floorBatch user ids: prefix followed by 0, 1, …
+func floorUsers(prefix string) []string {
+	users := make([]string, floorBatch)
+	for i := range users {
+		users[i] = prefix + strconv.Itoa(i)
+	}
+	return users
 }
 
 // mustFillLine puts n users in eventID's line, seqs 1..n, with variadic

@@ -78,3 +78,25 @@ func (c *conn) do(args ...string) (string, error) {
 	}
 	return "", fmt.Errorf("unexpected reply %q", line)
 }
+
+// InfoCPU is the CPU time, user and system, that INFO cpu's reply info says
+// the server has used so far.
+func InfoCPU(info string) (time.Duration, error) {
+	var total float64
+	seen := 0
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k == "used_cpu_user" || k == "used_cpu_sys" {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("redisproc: INFO cpu %s: %w", k, err)
+			}
+			total += f
+			seen++
+		}
+	}
+	if seen != 2 {
+		return 0, errors.New("redisproc: INFO cpu without used_cpu_user and used_cpu_sys")
+	}
+	return time.Duration(total * float64(time.Second)), nil
+}

@@ -6,8 +6,6 @@ package redistest
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -77,18 +75,11 @@ func MustCPU(tb testing.TB, rdb redis.UniversalClient) time.Duration {
 	if err != nil {
 		tb.Fatalf("redistest: INFO cpu: %v", err)
 	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if k == "used_cpu_user" || k == "used_cpu_sys" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				tb.Fatalf("redistest: INFO cpu %s: %v", k, err)
-			}
-			total += f
-		}
+	cpu, err := redisproc.InfoCPU(info)
+	if err != nil {
+		tb.Fatal(err)
 	}
-	return time.Duration(total * float64(time.Second))
+	return cpu
 }
 
 // MustCluster starts a Redis Cluster of masters (at least 3) with its data in

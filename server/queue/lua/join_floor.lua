@@ -1,5 +1,7 @@
 -- join_floor.lua: the least a batch of new joins can cost Redis in a line
--- held in a sorted set, the floor BenchmarkJoinFloor holds lua/join.lua to.
+-- held in a sorted set, the floor join.lua is measured against
+-- (queue.Engine.RunLineBatch; the bench's sorted-set floor, and
+-- BenchmarkJoinFloor).
 -- It takes join.lua's arguments for a batch of plain joins and does what
 -- no such design can leave out: one INCRBY for the batch's seqs and one
 -- ZADD NX of its users, scored as join.lua's shortest way scores them. No

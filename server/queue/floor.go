@@ -1,0 +1,51 @@
+package queue
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+)
+
+//go:embed lua/join_floor.lua
+var luaJoinFloor string
+
+var scriptJoinFloor = script(luaJoinFloor)
+
+// A LineScript is a way a batch of new users goes into an event's line, run
+// by Engine.RunLineBatch to measure what join.lua costs Redis against the
+// least a line held in a sorted set can cost.
+type LineScript int
+
+const (
+	// LineJoin is join.lua, given the batch as the batcher gives it a run of
+	// plain joins.
+	LineJoin LineScript = iota
+	// LineFloor is lua/join_floor.lua: the same arguments, and only one
+	// INCRBY for the seqs and one ZADD of the users, scored as join.lua
+	// scores them: no config, counters, audit record or answers.
+	LineFloor
+)
+
+// RunLineBatch runs s once for users, each a plain new join of eventID, in
+// one script call straight to Redis (no batcher), so that a benchmark can
+// read Redis's CPU around a number of them. The users must be new to the
+// event and its line have no priority lane or admitted users, or the two
+// scripts no longer do the same.
+func (e *Engine) RunLineBatch(ctx context.Context, s LineScript, eventID string, users []string) error {
+	sc := scriptJoin
+	if s == LineFloor {
+		sc = scriptJoinFloor
+	}
+	if len(users) == 0 {
+		return fmt.Errorf("queue: a line batch of no users")
+	}
+	now := e.now().UnixMilli()
+	calls := make([]*call, len(users))
+	for i, u := range users {
+		calls[i] = &call{args: append([]any{now, e.maxLen}, joinArgv(u, JoinOptions{})...)}
+	}
+	if err := sc.Run(ctx, e.rdb, sc.keysOf(eventID), concatArgs(now, calls)...).Err(); err != nil {
+		return storeErr(ctx, err)
+	}
+	return nil
+}
