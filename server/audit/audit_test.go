@@ -388,18 +388,39 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestSQLOutageUnderSteadyJoinsLosesNothing: SQL is away for a while (a
-// shorter stand-in for a minute) while many callers join without pause and
-// the worker runs, trimming as often and as closely as it can (every 20 ms,
-// keeping nothing it has written): the strictest trim there is, where any
-// length bound on the stream would have dropped unwritten records. Joins go
-// on, the backlog shows (Behind, the observer, a warning), the stream keeps
-// every unwritten entry, and once SQL is back every join lands in it, once.
+// TestSQLOutageUnderSteadyJoinsLosesNothing: SQL is away while joins go on
+// and the worker runs, trimming as often and as closely as it can (every 20
+// ms, keeping nothing it has written): the strictest trim there is, where
+// any length bound on the stream would have dropped unwritten records.
+// Joins go on, the backlog shows (Behind, the observer, a warning), the
+// stream keeps every unwritten entry, and once SQL is back every join lands
+// in it, once. Two outages: two seconds of eight callers joining without
+// pause, and a minute of joins offered at 2,000 a second (issue 15's fault
+// test, ~120,000 records held back).
 func TestSQLOutageUnderSteadyJoinsLosesNothing(t *testing.T) {
 	if testing.Short() {
-		t.Skip("joins through a SQL outage of two seconds")
+		t.Skip("joins through SQL outages of two seconds and a minute: runs in make test")
 	}
-	const outage = 2 * time.Second
+	for _, tc := range []struct {
+		name   string
+		outage time.Duration
+		rate   int // joins offered a second; 0: eight callers without pause
+	}{
+		{name: "two seconds, eight callers without pause", outage: 2 * time.Second},
+		{name: "a minute at 2,000 joins a second", outage: time.Minute, rate: 2_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			mustLoseNothingInOutage(t, tc.outage, tc.rate)
+		})
+	}
+}
+
+// mustLoseNothingInOutage runs TestSQLOutageUnderSteadyJoinsLosesNothing's
+// case: SQL away for outage while joins go on, offered at rate a second (0:
+// eight callers without pause).
+func mustLoseNothingInOutage(t *testing.T, outage time.Duration, rate int) {
+	t.Helper()
 	ctx := context.Background()
 	rdb := redistest.MustClient(t, redistest.MustStart(t).Addr())
 	eng := queue.New(rdb, []byte("k"))
@@ -423,16 +444,53 @@ func TestSQLOutageUnderSteadyJoinsLosesNothing(t *testing.T) {
 	var joined atomic.Int64
 	joinCtx, stopJoins := context.WithCancel(ctx)
 	var callers sync.WaitGroup
-	for c := range 8 {
-		callers.Go(func() {
-			for i := 0; joinCtx.Err() == nil; i++ {
-				if _, _, err := eng.Join(ctx, ev.ID, fmt.Sprintf("u_%d_%d", c, i)); err != nil {
-					t.Errorf("join: %v", err)
-					return
+	join := func(user string) bool {
+		if _, _, err := eng.Join(ctx, ev.ID, user); err != nil {
+			t.Errorf("join: %v", err)
+			return false
+		}
+		joined.Add(1)
+		return true
+	}
+	if rate == 0 {
+		for c := range 8 {
+			callers.Go(func() {
+				for i := 0; joinCtx.Err() == nil; i++ {
+					if !join(fmt.Sprintf("u_%d_%d", c, i)) {
+						return
+					}
 				}
-				joined.Add(1)
+			})
+		}
+	} else {
+		// An open loop: a pacer offers rate joins a second, a millisecond's
+		// worth at a time, to workers that join whatever is offered.
+		offered := make(chan int, rate)
+		callers.Go(func() {
+			defer close(offered)
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			start, sent := time.Now(), 0
+			for joinCtx.Err() == nil {
+				<-tick.C
+				for due := int(time.Since(start).Seconds() * float64(rate)); sent < due; sent++ {
+					select {
+					case offered <- sent:
+					case <-joinCtx.Done():
+						return
+					}
+				}
 			}
 		})
+		for range 64 {
+			callers.Go(func() {
+				for i := range offered {
+					if !join("u_" + strconv.Itoa(i)) {
+						return
+					}
+				}
+			})
+		}
 	}
 	defer func() { stopJoins(); callers.Wait() }()
 	inSQL := func() int {
@@ -450,6 +508,8 @@ func TestSQLOutageUnderSteadyJoinsLosesNothing(t *testing.T) {
 	testutil.Eventually(t, outage+10*time.Second, "the outage to pass with joins going on", func() bool {
 		return time.Now().After(ends) && joined.Load() > atDown+100 && w.Behind() > 10
 	})
+	during := joined.Load() - atDown
+	t.Logf("%d joins while SQL was away for %v (%.0f a second)", during, outage, float64(during)/outage.Seconds())
 	// Nothing unwritten was trimmed: the stream holds at least the backlog,
 	// though the worker trimmed every 20 ms throughout.
 	if backlog, n := w.Behind(), rdb.XLen(ctx, stream).Val(); n < backlog || backlog < 10 {
@@ -462,12 +522,25 @@ func TestSQLOutageUnderSteadyJoinsLosesNothing(t *testing.T) {
 		t.Errorf("no warning of the backlog in the log:\n%s", logs)
 	}
 
+	// Reading every entry back is slow once a minute of joins is there:
+	// the waits below read them twice a second at most.
+	halfSecondly := func(cond func() bool) func() bool {
+		var last time.Time
+		return func() bool {
+			if time.Since(last) < 500*time.Millisecond {
+				return false
+			}
+			last = time.Now()
+			return cond()
+		}
+	}
 	db.down.Store(false)
-	testutil.Eventually(t, 10*time.Second, "joins after SQL came back", func() bool { return inSQL() > int(atDown)+100 })
+	testutil.Eventually(t, 10*time.Second+outage, "joins after SQL came back",
+		halfSecondly(func() bool { return inSQL() > int(atDown)+100 }))
 	stopJoins()
 	callers.Wait()
 	total := joined.Load()
-	testutil.Eventually(t, 30*time.Second, "every join in SQL", func() bool { return inSQL() >= int(total) })
+	testutil.Eventually(t, 30*time.Second+outage, "every join in SQL", halfSecondly(func() bool { return inSQL() >= int(total) }))
 	entries, err := db.Entries(ctx, ev.ID)
 	if err != nil {
 		t.Fatal(err)
