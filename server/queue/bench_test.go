@@ -35,7 +35,7 @@ func BenchmarkEngine(b *testing.B) {
 		n    int
 	}{{"1k", 1_000}, {"100k", 100_000}} {
 		ev := MustEvent(b, setup, "bench-"+waiting.name, func(e *queue.Event) { e.Paused = true })
-		mustPrefill(b, rdb, ev.ID, waiting.n-1_000)
+		queue.MustFillLine(b, rdb, ev.ID, "fill_", waiting.n-1_000)
 		tokens := make([]string, 1_000)
 		for i := range tokens {
 			tokens[i] = MustJoin(b, setup, ev.ID, fmt.Sprintf("u_tok_%d", i)).Token
@@ -88,26 +88,6 @@ func BenchmarkEngine(b *testing.B) {
 				}
 			}
 		}
-	}
-}
-
-// mustPrefill puts n users straight into the waiting set of eventID (seqs
-// 1..n) with pipelined ZADDs: the join path is measured elsewhere.
-func mustPrefill(tb testing.TB, rdb *redis.Client, eventID string, n int) {
-	tb.Helper()
-	ctx := context.Background()
-	k := queue.Keys(eventID)
-	for lo := 1; lo <= n; lo += 10_000 {
-		pipe := rdb.Pipeline()
-		for i := lo; i < min(lo+10_000, n+1); i++ {
-			pipe.ZAdd(ctx, k[2], redisZ(i))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	if err := rdb.Set(ctx, k[1], n, 0).Err(); err != nil {
-		tb.Fatal(err)
 	}
 }
 

@@ -2,7 +2,10 @@ package queue
 
 import (
 	"context"
+	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // TickStep runs one call of a tick (one chunk) and returns what the tick
@@ -15,4 +18,11 @@ func (e *Engine) TickStep(ctx context.Context, eventID, replica string, lease ti
 // join that made it would have.
 func MintToken(e *Engine, eventID string, seq int64, user string) string {
 	return e.tokens.Mint(eventID, seq, user)
+}
+
+// MustFillLine puts n users straight into eventID's line, prefix followed
+// by 1..n at seqs 1..n, and sets its seq counter past them.
+func MustFillLine(tb testing.TB, rdb *redis.Client, eventID, prefix string, n int) {
+	tb.Helper()
+	mustFillLine(tb, rdb, eventID, prefix, n)
 }

@@ -122,7 +122,7 @@ func mustFloorEvents(tb testing.TB, eng *Engine, rdb *redis.Client, name string,
 			AdmitIntervalMS: 250, ActiveTTLS: 60, Policy: PolicyBatch, Paused: true}); err != nil {
 			tb.Fatal(err)
 		}
-		mustFillLine(tb, rdb, id, n)
+		mustFillLine(tb, rdb, id, "fill-", n)
 	}
 	return ids
 }
@@ -136,16 +136,17 @@ func floorUsers(prefix string) []string {
 	return users
 }
 
-// mustFillLine puts n users in eventID's line, seqs 1..n, with variadic
-// ZADDs, and sets its seq counter past them.
-func mustFillLine(tb testing.TB, rdb *redis.Client, eventID string, n int) {
+// mustFillLine puts n users straight into eventID's line, prefix followed
+// by 1..n at seqs 1..n, with variadic ZADDs, and sets its seq counter past
+// them: the join path is measured elsewhere.
+func mustFillLine(tb testing.TB, rdb *redis.Client, eventID, prefix string, n int) {
 	tb.Helper()
 	ctx := context.Background()
 	pipe := rdb.Pipeline()
 	for lo := 1; lo <= n; lo += 1_000 {
 		zs := make([]redis.Z, 0, 1_000)
 		for i := lo; i < min(lo+1_000, n+1); i++ {
-			zs = append(zs, redis.Z{Score: float64(i), Member: "fill-" + strconv.Itoa(i)})
+			zs = append(zs, redis.Z{Score: float64(i), Member: prefix + strconv.Itoa(i)})
 		}
 		pipe.ZAdd(ctx, key(eventID, keyWaiting), zs...)
 	}

@@ -3,7 +3,6 @@ package queue_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"regexp"
 	"strconv"
 	"sync"
@@ -99,9 +98,6 @@ func MustRecords(tb testing.TB, eng *queue.Engine, eventID string) []queue.Recor
 	}
 	return recs
 }
-
-// redisZ is a waiting-set member for user u_<i> at seq i.
-func redisZ(i int) redis.Z { return redis.Z{Score: float64(i), Member: fmt.Sprintf("u_%d", i)} }
 
 // OrderVirtual buys seat for a VIRTUAL user's attempt seq through
 // OrderVirtuals, alone.

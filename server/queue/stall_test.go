@@ -210,7 +210,7 @@ func TestNoScriptStallsRedis(t *testing.T) {
 	ev := MustEvent(t, eng, "stall", func(e *queue.Event) {
 		e.Policy, e.AdmitBatch, e.Capacity, e.Paused = queue.PolicyBatch, batch, 1_000_000, true
 	})
-	mustPrefill(t, rdb, ev.ID, waiting)
+	queue.MustFillLine(t, rdb, ev.ID, "u_", waiting)
 	ev.Paused = false
 	if err := eng.PutEvent(ctx, ev); err != nil {
 		t.Fatal(err)
