@@ -128,9 +128,8 @@ type load struct {
 	workers int
 	// rate, when set, sends rate requests a second whether or not the
 	// earlier ones were answered (an open loop: vegeta's constant pacer);
-	// workers is then how
-	// many vegeta starts with, and it adds more while requests wait, up to
-	// openLoopWorkers.
+	// workers is then how many vegeta starts with, and it adds more while
+	// requests wait, up to openLoopWorkers.
 	rate int
 	// duration bounds the attack; with count > 0 it ends after count requests instead.
 	duration time.Duration
