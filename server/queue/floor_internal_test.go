@@ -110,6 +110,9 @@ func TestJoinFloorLinesUpAsJoin(t *testing.T) {
 	if err := eng.RunLineBatch(ctx, LineFloor, ids[1], nil); err == nil {
 		t.Error("a line batch of no users ran")
 	}
+	if err := eng.RunLineBatch(ctx, LineFloor, ids[1], make([]string, MaxBatchSize+1)); err == nil {
+		t.Errorf("a line batch of %d users ran: one script run past the batcher's bound", MaxBatchSize+1)
+	}
 }
 
 // mustFloorEvents creates two paused events, for join.lua and the floor,
