@@ -84,10 +84,18 @@ func TestFourShardProcessesMergeToOneRun(t *testing.T) {
 		{"orders", b.Orders, a.Orders}, // bots outnumber seats: all sold either way
 		{"seats sold", b.Event.Sold, a.Event.Sold},
 		{"inversions", b.FIFO.Inversions, 0},
-		{"late starts", int64(len(b.Generator.LateStarts)), 0},
 	} {
 		if c.got != c.want {
 			t.Errorf("%s: merged shards %d, one run %d", c.name, c.got, c.want)
+		}
+	}
+	// Every shard waited for the common start. A race-built process on a
+	// loaded two-core machine may wake a few tens of milliseconds after it
+	// (the engine reports anything past 20 ms); a shard that missed the
+	// start would be seconds late.
+	for _, l := range b.Generator.LateStarts {
+		if l.Late >= time.Second {
+			t.Errorf("shard %s started %v after the common start", l.Shard, l.Late)
 		}
 	}
 	if a.Bots.Total != 240 || a.Orders != 50 {
