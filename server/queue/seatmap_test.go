@@ -44,8 +44,12 @@ func TestSectionIndex(t *testing.T) {
 	}
 }
 
-// hscanCounter counts HSCAN calls on a client.
-type hscanCounter struct{ n atomic.Int64 }
+// hscanCounter counts HSCAN calls on a client, and makes each one take
+// delay longer, as over a slow link.
+type hscanCounter struct {
+	n     atomic.Int64
+	delay time.Duration
+}
 
 func (h *hscanCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *hscanCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
@@ -55,6 +59,7 @@ func (h *hscanCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if strings.EqualFold(cmd.Name(), "hscan") {
 			h.n.Add(1)
+			time.Sleep(h.delay)
 		}
 		return next(ctx, cmd)
 	}
@@ -271,7 +276,10 @@ func TestSeatMapsServeASlowReadLonger(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	eng, _, rdb := MustEngine(t)
-	hscans := &hscanCounter{}
+	// Each HSCAN step 100 ms slower: the map takes several tenths of a
+	// second to read, far longer than a stalled goroutine on a loaded
+	// machine, so the snapshot's term is the map's and not the scheduler's.
+	hscans := &hscanCounter{delay: 100 * time.Millisecond}
 	rdb.AddHook(hscans)
 	ev := MustEvent(t, eng, "slow", func(ev *queue.Event) { ev.Seats, ev.Capacity = 25_001, 3000 })
 	for i := range 2500 { // several HSCAN steps
