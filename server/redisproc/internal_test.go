@@ -3,6 +3,7 @@ package redisproc
 import (
 	"context"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,57 @@ func TestStartRetriesTakenPort(t *testing.T) {
 				t.Errorf("Addr() = the busy port %s", p.Addr())
 			}
 		})
+	}
+}
+
+func TestStablePorts(t *testing.T) {
+	tests := []struct {
+		name      string
+		ephemeral string
+		lo, hi    int
+	}{
+		{"Linux's default", "32768\t60999\n", 10768, 22768},
+		{"a low range leaves fewer", "13000 60999", 1024, 3000},
+		{"too low to leave room", "11500 60999", 0, 0},
+		{"not Linux", "", 0, 0},
+		{"garbled", "lots of ports", 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if lo, hi := stablePorts(tt.ephemeral); lo != tt.lo || hi != tt.hi {
+				t.Errorf("stablePorts(%q) = [%d, %d), want [%d, %d)", tt.ephemeral, lo, hi, tt.lo, tt.hi)
+			}
+		})
+	}
+}
+
+// TestFreePortBelowEphemeral: picked ports, and their cluster bus ports,
+// are free and below the range outgoing connections take theirs from.
+func TestFreePortBelowEphemeral(t *testing.T) {
+	lo, hi := stablePorts(ephemeralRange())
+	if hi == 0 {
+		lo, hi = 1, 65536 // no range to keep below: any free port
+	}
+	for _, cluster := range []bool{false, true} {
+		port, err := freePort(cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < lo || port >= hi {
+			t.Errorf("freePort(%v) = %d, want in [%d, %d)", cluster, port, lo, hi)
+		}
+		ports := []int{port}
+		if cluster {
+			ports = append(ports, port+10000)
+		}
+		for _, p := range ports {
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+			if err != nil {
+				t.Errorf("freePort(%v) gave %d, not free: %v", cluster, p, err)
+				continue
+			}
+			l.Close()
+		}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -431,14 +432,25 @@ func infoField(info, key string) string {
 }
 
 // freePort picks a free loopback port. With cluster it also checks the
-// cluster bus port, port+10000.
+// cluster bus port, port+10000. Where the kernel says which ports it hands
+// to outgoing connections, both are picked below that range, so that no
+// connection takes the port while the server is down between Stop and
+// Restart, which binds the same port again.
 func freePort(cluster bool) (int, error) {
+	lo, hi := stablePorts(ephemeralRange())
 	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		port := 0
+		if hi > lo {
+			port = lo + rand.IntN(hi-lo)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
+			if port != 0 {
+				continue // taken: try another
+			}
 			return 0, fmt.Errorf("redisproc: pick port: %w", err)
 		}
-		port := l.Addr().(*net.TCPAddr).Port
+		port = l.Addr().(*net.TCPAddr).Port
 		l.Close()
 		if !cluster {
 			return port, nil
@@ -453,7 +465,40 @@ func freePort(cluster bool) (int, error) {
 		bus.Close()
 		return port, nil
 	}
-	return 0, errors.New("redisproc: pick port: no free port with a free cluster bus port")
+	if cluster {
+		return 0, errors.New("redisproc: pick port: no free port with a free cluster bus port")
+	}
+	return 0, errors.New("redisproc: pick port: no free port")
+}
+
+// ephemeralRange is the text of Linux's ip_local_port_range ("" elsewhere).
+func ephemeralRange() string {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// stablePorts is the range [lo, hi) freePort picks from, given the
+// ephemeral range's text: the 12,000 ports whose cluster bus ports end
+// just below it. It is empty (0, 0) when the text does not parse or too
+// few ports are left above 1024; freePort then takes any the kernel gives.
+func stablePorts(ephemeral string) (lo, hi int) {
+	f := strings.Fields(ephemeral)
+	if len(f) != 2 {
+		return 0, 0
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0, 0
+	}
+	hi = low - 10000
+	lo = max(1024, hi-12000)
+	if hi-lo < 1000 {
+		return 0, 0
+	}
+	return lo, hi
 }
 
 // clusterEnabled reports whether args turn on cluster mode.
