@@ -247,7 +247,7 @@ func (b *browser) MustWait(tb testing.TB, what, js string, timeout time.Duration
 	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
 	defer cancel()
 	page, perr := chromedp.Run(ctx, chromedp.Evaluate[string](
-		`location.hash + " | " + (document.querySelector("main") || document.body).innerText.replace(/\s+/g, " ").slice(0, 600)`))
+		`location.hash + " | " + (document.querySelector("main") || document.body).innerText.replace(/\s+/g, " ").slice(0, 2000)`))
 	if perr != nil {
 		page = "(unreadable: " + perr.Error() + ")"
 	}

@@ -49,7 +49,12 @@ func TestWaitingRoomSeatSections(t *testing.T) {
 	if got := MustEval[string](t, b, `document.getElementById("seat-count").textContent`); !strings.Contains(got, "25,001 of 25,001") {
 		t.Errorf("seat count %q, want the whole map's 25,001 of 25,001 free", got)
 	}
-	b.MustRun(t, "choosing the last section", chromedp.Click(chromedp.CSS(`#seat-sections button[data-section="OK"]`)))
+	// By keyboard: a mouse click lands where the tile was when its box was
+	// read, and on a loaded machine the page can move under it (a CI run
+	// waited 20 s for a section it had clicked beside).
+	b.MustRun(t, "choosing the last section with Enter",
+		chromedp.Focus(chromedp.CSS(`#seat-sections button[data-section="OK"]`)), chromedp.KeyEvent("\r"))
+	b.MustWait(t, "the last section's tile pressed", `document.querySelector('#seat-sections button[data-section="OK"]').getAttribute("aria-pressed") === "true"`, 10*time.Second)
 	b.MustWait(t, "the last section's first seat", `!!document.querySelector('#seat-map button[data-seat="OK-1"]')`, 20*time.Second)
 	if n := MustEval[int](t, b, `document.querySelectorAll('#seat-map button[data-seat^="A-"]').length`); n != 0 {
 		t.Errorf("%d seats of the first section still drawn", n)
