@@ -246,6 +246,16 @@ func pause(t *testing.T, addr string, d time.Duration) {
 	}
 }
 
+// unpause ends a pause before its time: a test that checks what the paused
+// calls do pauses for long, so that a loaded machine cannot outlast the
+// pause before the check, and ends it after.
+func unpause(t *testing.T, addr string) {
+	t.Helper()
+	if err := redistest.MustClient(t, addr).Do(context.Background(), "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestBatchCancel(t *testing.T) {
 	t.Parallel() // waits out a paused Redis
 	p := redistest.MustStart(t)
@@ -354,7 +364,7 @@ func TestBatchOverdue(t *testing.T) {
 			rdb := redistest.MustClient(t, p.Addr())
 			eng := MustBatchedEngine(t, rdb, queue.Batching{Size: 8, InFlight: 1, Wait: tc.wait})
 			MustEvent(t, eng, "slow", func(e *queue.Event) { e.Paused = true })
-			pause(t, p.Addr(), 500*time.Millisecond)
+			pause(t, p.Addr(), 10*time.Second)
 			var wg sync.WaitGroup
 			for i := range 2 {
 				wg.Go(func() { MustJoin(t, eng, "slow", fmt.Sprintf("u_%d", i)) })
@@ -364,6 +374,7 @@ func TestBatchOverdue(t *testing.T) {
 			if n := inUse(rdb); n != tc.conns {
 				t.Errorf("%d pipelines in flight, want %d", n, tc.conns)
 			}
+			unpause(t, p.Addr())
 			wg.Wait()
 		})
 	}
@@ -377,7 +388,7 @@ func TestBatchOverdueCap(t *testing.T) {
 	rdb := redistest.MustClient(t, p.Addr())
 	eng := MustBatchedEngine(t, rdb, queue.Batching{Size: 8, InFlight: 1, Wait: 5 * time.Millisecond})
 	MustEvent(t, eng, "stalled", func(e *queue.Event) { e.Paused = true })
-	pause(t, p.Addr(), time.Second)
+	pause(t, p.Addr(), 10*time.Second)
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Go(func() { MustJoin(t, eng, "stalled", fmt.Sprintf("u_%d", i)) })
@@ -386,6 +397,7 @@ func TestBatchOverdueCap(t *testing.T) {
 	if n := inUse(rdb); n != 2 {
 		t.Errorf("%d pipelines in flight, want the cap of 2", n)
 	}
+	unpause(t, p.Addr())
 	wg.Wait()
 	if st, err := eng.Stats(context.Background(), queue.Event{ID: "stalled"}); err != nil || st.Waiting != 8 {
 		t.Fatalf("waiting %d (%v), want all 8 joined after the stall", st.Waiting, err)
@@ -405,18 +417,40 @@ func inUse(rdb *redis.Client) int {
 func TestBatchClose(t *testing.T) {
 	t.Parallel() // waits out a paused Redis
 	p := redistest.MustStart(t)
-	eng := queue.New(redistest.MustClient(t, p.Addr()), []byte("k"), queue.WithBatching(queue.Batching{Size: 4, InFlight: 1, Wait: time.Second}))
+	// Wait and the pause outlast any slow machine: the second call stays
+	// queued behind the first until Close, which is then what answers it.
+	eng := queue.New(redistest.MustClient(t, p.Addr()), []byte("k"), queue.WithBatching(queue.Batching{Size: 4, InFlight: 1, Wait: time.Minute}))
 	MustEvent(t, eng, "closing", func(e *queue.Event) { e.Paused = true })
-	pause(t, p.Addr(), 300*time.Millisecond)
+	pause(t, p.Addr(), 10*time.Second)
 	var (
 		wg   sync.WaitGroup
 		errs [2]error
 	)
-	for i := range errs {
-		wg.Go(func() { _, _, errs[i] = eng.Join(context.Background(), "closing", fmt.Sprintf("u_%d", i)) })
-		time.Sleep(50 * time.Millisecond)
+	answered := make(chan struct{})
+	wg.Go(func() { _, _, errs[0] = eng.Join(context.Background(), "closing", "u_0") })
+	time.Sleep(50 * time.Millisecond)
+	wg.Go(func() {
+		defer close(answered)
+		_, _, errs[1] = eng.Join(context.Background(), "closing", "u_1")
+	})
+	time.Sleep(50 * time.Millisecond)
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		eng.Close() // waits for the pipeline in flight
+	}()
+	select {
+	case <-answered: // by Close, while Redis is still paused
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not answer the queued call")
 	}
-	eng.Close() // waits for the pipeline in flight
+	select {
+	case <-closed:
+		t.Fatal("Close returned with a pipeline still in flight")
+	default:
+	}
+	unpause(t, p.Addr())
+	<-closed
 	wg.Wait()
 	first, second := errs[0], errs[1]
 	if first != nil {
