@@ -83,20 +83,16 @@ func (c *conn) do(args ...string) (string, error) {
 // the server has used so far.
 func InfoCPU(info string) (time.Duration, error) {
 	var total float64
-	seen := 0
-	for _, line := range strings.Split(info, "\n") {
-		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if k == "used_cpu_user" || k == "used_cpu_sys" {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				return 0, fmt.Errorf("redisproc: INFO cpu %s: %w", k, err)
-			}
-			total += f
-			seen++
+	for _, k := range []string{"used_cpu_user", "used_cpu_sys"} {
+		v := infoField(info, k)
+		if v == "" {
+			return 0, fmt.Errorf("redisproc: INFO cpu without %s", k)
 		}
-	}
-	if seen != 2 {
-		return 0, errors.New("redisproc: INFO cpu without used_cpu_user and used_cpu_sys")
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("redisproc: INFO cpu %s: %w", k, err)
+		}
+		total += f
 	}
 	return time.Duration(total * float64(time.Second)), nil
 }
