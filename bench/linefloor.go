@@ -65,7 +65,7 @@ func (r *runner) lineFloor(ctx context.Context) error {
 				CreatedAt: time.Now()}); err != nil {
 				return err
 			}
-			if err := fillLine(ctx, r.rdb, id, n); err != nil {
+			if err := eng.FillLine(ctx, id, "fill:", n); err != nil {
 				return err
 			}
 		}
@@ -101,23 +101,6 @@ func (r *runner) lineFloor(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// fillLine puts n users straight into eventID's line, seqs 1..n, with
-// variadic ZADDs, and sets its seq counter past them.
-func fillLine(ctx context.Context, rdb *redis.Client, eventID string, n int) error {
-	const chunk = 1_000
-	pipe := rdb.Pipeline()
-	for lo := 1; lo <= n; lo += chunk {
-		zs := make([]redis.Z, 0, chunk)
-		for i := lo; i < min(lo+chunk, n+1); i++ {
-			zs = append(zs, redis.Z{Score: float64(i), Member: "fill:" + strconv.Itoa(i)})
-		}
-		pipe.ZAdd(ctx, queue.EventKey(eventID, "w"), zs...)
-	}
-	pipe.Set(ctx, queue.EventKey(eventID, "seq"), n, 0)
-	_, err := pipe.Exec(ctx)
-	return err
 }
 
 // redisCPU is the CPU time Redis has used so far, by its own account (INFO

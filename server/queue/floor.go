@@ -4,6 +4,9 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
 )
 
 //go:embed lua/join_floor.lua
@@ -49,4 +52,29 @@ func (e *Engine) RunLineBatch(ctx context.Context, s LineScript, eventID string,
 		return storeErr(ctx, err)
 	}
 	return nil
+}
+
+// FillLine puts n users straight into eventID's line, prefix followed by
+// 1..n at seqs 1..n, with variadic ZADDs of 1,000, and sets its seq counter
+// past them: a long line for a benchmark to measure joins against, built
+// at a fraction of what joining them would cost. The event should be
+// paused and its line empty.
+func (e *Engine) FillLine(ctx context.Context, eventID, prefix string, n int) error {
+	return fillLine(ctx, e.rdb, eventID, prefix, n)
+}
+
+// fillLine is FillLine on rdb.
+func fillLine(ctx context.Context, rdb redis.UniversalClient, eventID, prefix string, n int) error {
+	const chunk = 1_000
+	pipe := rdb.Pipeline()
+	for lo := 1; lo <= n; lo += chunk {
+		zs := make([]redis.Z, 0, chunk)
+		for i := lo; i < min(lo+chunk, n+1); i++ {
+			zs = append(zs, redis.Z{Score: float64(i), Member: prefix + strconv.Itoa(i)})
+		}
+		pipe.ZAdd(ctx, key(eventID, keyWaiting), zs...)
+	}
+	pipe.Set(ctx, key(eventID, keySeq), n, 0)
+	_, err := pipe.Exec(ctx)
+	return err
 }

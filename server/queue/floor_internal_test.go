@@ -139,22 +139,10 @@ func floorUsers(prefix string) []string {
 	return users
 }
 
-// mustFillLine puts n users straight into eventID's line, prefix followed
-// by 1..n at seqs 1..n, with variadic ZADDs, and sets its seq counter past
-// them: the join path is measured elsewhere.
+// mustFillLine is fillLine, failing tb on an error.
 func mustFillLine(tb testing.TB, rdb *redis.Client, eventID, prefix string, n int) {
 	tb.Helper()
-	ctx := context.Background()
-	pipe := rdb.Pipeline()
-	for lo := 1; lo <= n; lo += 1_000 {
-		zs := make([]redis.Z, 0, 1_000)
-		for i := lo; i < min(lo+1_000, n+1); i++ {
-			zs = append(zs, redis.Z{Score: float64(i), Member: prefix + strconv.Itoa(i)})
-		}
-		pipe.ZAdd(ctx, key(eventID, keyWaiting), zs...)
-	}
-	pipe.Set(ctx, key(eventID, keySeq), n, 0)
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := fillLine(context.Background(), rdb, eventID, prefix, n); err != nil {
 		tb.Fatal(err)
 	}
 }
